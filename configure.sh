@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Prepares this machine to build and test tf_onthefly, offline-capable, from Debian and
+# PyPI packages only, and writes .tf_configure.bazelrc for Bazel. Safe to run again.
+#
+#   ./configure.sh                      # uses python3 from PATH
+#   PYTHON_BIN_PATH=/path/python ./configure.sh
+#
+# What it does (docs/build.md explains why each piece is needed):
+#   1. Debian: bazel-bootstrap (Bazel 4.2.3) and clang-16 (the CUDA compiler), if missing.
+#   2. PyPI: requirements.txt (tensorflow==2.21.0 ...) into the Python Bazel will use.
+#   3. PyPI: the CUDA 12 ptxas/libdevice and CUDA 13 fatbinary, into a tools folder.
+#   4. .tf_configure.bazelrc: TensorFlow's paths and flags from tf.sysconfig, the Python
+#      interpreter, the CUDA toolchain paths.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+TF_VERSION_PIN=2.21.0
+CUDA12_NVCC_PIN=12.9.86   # ptxas + libdevice for CUDA 12 (PyPI has no CUDA 12 nvcc)
+CUDA13_NVCC_PIN=13.0.88   # only its fatbinary is used
+OTF_CUDA_ARCHS=${OTF_CUDA_ARCHS:-sm_70,sm_80,sm_90}
+TOOLS=${OTF_CUDA_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/tf_onthefly/cuda-tools-$CUDA12_NVCC_PIN-$CUDA13_NVCC_PIN}
+
+log() { echo "configure: $*"; }
+
+# 1. System packages.
+missing=()
+command -v bazel >/dev/null 2>&1 || missing+=(bazel-bootstrap)
+command -v clang++-16 >/dev/null 2>&1 || missing+=(clang-16)
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing ${missing[*]} (apt)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null
+  apt-get install -y -q "${missing[@]}" >/dev/null
+fi
+# Debian installs the binary as /usr/bin/bazel-4 behind a wrapper that runs
+# /usr/bin/bazel-$(cat .bazelversion); give it the name .bazelversion asks for.
+BAZEL_PIN=$(cat .bazelversion)
+if [ ! -x "/usr/bin/bazel-$BAZEL_PIN" ] && [ -x /usr/bin/bazel-4 ]; then
+  ln -sf bazel-4 "/usr/bin/bazel-$BAZEL_PIN"
+fi
+log "bazel $BAZEL_PIN ($(readlink -f "/usr/bin/bazel-$BAZEL_PIN")), $(clang++-16 --version | head -1)"
+
+# 2. Python and its packages.
+PYTHON=${PYTHON_BIN_PATH:-$(command -v python3)}
+PYTHON=$("$PYTHON" -c 'import sys; print(sys.executable)')
+have_tf=$("$PYTHON" -c 'import importlib.metadata as m; print(m.version("tensorflow"))' 2>/dev/null || true)
+if [ "$have_tf" != "$TF_VERSION_PIN" ] || ! "$PYTHON" -c 'import absl, numpy, pytest, hypothesis, matplotlib' 2>/dev/null; then
+  log "installing requirements.txt into $PYTHON"
+  "$PYTHON" -m pip install -q --disable-pip-version-check -r requirements.txt
+fi
+
+# 3. CUDA pieces from PyPI (no system CUDA assumed).
+if [ ! -x "$TOOLS/nvidia/cuda_nvcc/bin/ptxas" ] || [ ! -x "$TOOLS/nvidia/cu13/bin/fatbinary" ]; then
+  log "installing CUDA ptxas/libdevice $CUDA12_NVCC_PIN and fatbinary $CUDA13_NVCC_PIN into $TOOLS"
+  rm -rf "$TOOLS.tmp"
+  "$PYTHON" -m pip install -q --disable-pip-version-check --no-deps --target "$TOOLS.tmp" \
+      "nvidia-cuda-nvcc-cu12==$CUDA12_NVCC_PIN" "nvidia-cuda-nvcc==$CUDA13_NVCC_PIN"
+  rm -rf "$TOOLS"; mv "$TOOLS.tmp" "$TOOLS"
+fi
+
+# 4. Bazel settings from tf.sysconfig.
+eval "$("$PYTHON" - <<'PY'
+import os, shlex
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import tensorflow as tf
+cflags = tf.sysconfig.get_compile_flags()
+lflags = tf.sysconfig.get_link_flags()
+inc = [f[2:] for f in cflags if f.startswith("-I")][0]
+libdir = [f[2:] for f in lflags if f.startswith("-L")][0]
+libname = [f[3:] for f in lflags if f.startswith("-l:")][0]
+for k, v in dict(TF_HEADER_DIR=inc, TF_SHARED_LIBRARY_DIR=libdir, TF_SHARED_LIBRARY_NAME=libname,
+                 TF_COMPILE_FLAGS=" ".join(f for f in cflags if not f.startswith("-I")),
+                 TF_VERSION=tf.__version__).items():
+    print(f"{k}={shlex.quote(v)}")
+PY
+)"
+[ "$TF_VERSION" = "$TF_VERSION_PIN" ] || { echo "configure: tensorflow $TF_VERSION found, $TF_VERSION_PIN required" >&2; exit 1; }
+
+cat > .tf_configure.bazelrc <<RC
+# Written by configure.sh on $(date -u +%Y-%m-%dT%H:%MZ); run it again rather than editing.
+build --repo_env=PYTHON_BIN_PATH="$PYTHON"
+build --repo_env=TF_HEADER_DIR="$TF_HEADER_DIR"
+build --repo_env=TF_SHARED_LIBRARY_DIR="$TF_SHARED_LIBRARY_DIR"
+build --repo_env=TF_SHARED_LIBRARY_NAME="$TF_SHARED_LIBRARY_NAME"
+build --repo_env=TF_COMPILE_FLAGS="$TF_COMPILE_FLAGS"
+build --repo_env=TF_VERSION="$TF_VERSION"
+build --repo_env=OTF_CLANG="$(command -v clang++-16)"
+build --repo_env=OTF_CUDA_TOOLS="$TOOLS"
+build --repo_env=OTF_CUDA_ARCHS="$OTF_CUDA_ARCHS"
+RC
+log "tensorflow $TF_VERSION at $TF_SHARED_LIBRARY_DIR; python $PYTHON"
+log "wrote .tf_configure.bazelrc; now: bazel test //..."

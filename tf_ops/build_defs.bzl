@@ -1,0 +1,68 @@
+"""Build macros for tf_onthefly op libraries.
+
+One op family = otf_op_library(...): its registration and CPU/GPU kernel .cc files, its
+CUDA .cu.cc files, and its headers. All families link into one shared library with
+otf_ops_shared_library(...), which Python loads once. Compiler flags live here only.
+"""
+
+load("@local_config_tf//:defs.bzl", "TF_COPTS")
+load("//third_party/cuda:cuda.bzl", "cuda_objects")
+
+# TF's own flags from tf.sysconfig (ABI, C++17, Eigen alignment), plus ours:
+# GOOGLE_CUDA=1 always, so GPU kernels are registered in every build (they are simply
+# never picked where TensorFlow sees no GPU); -ffp-contract=off to match the CUDA side.
+OTF_COPTS = TF_COPTS + [
+    "-DGOOGLE_CUDA=1",
+    "-DEIGEN_USE_THREADS",
+    "-O3",
+    "-ffp-contract=off",
+    "-fvisibility=hidden",
+]
+
+_TF_DEPS = [
+    "@local_config_tf//:tf_header_lib",
+    "@local_config_tf//:cuda_headers",
+]
+
+def otf_op_library(name, srcs, gpu_srcs = [], hdrs = [], deps = []):
+    """One op family: op registration, CPU kernel, GPU kernel glue and CUDA kernels.
+
+    Args:
+      name: the family's name (a cc_library, linked into the shared library).
+      srcs: C++ sources: registration + shape function, kernels (CPU and GPU glue).
+      gpu_srcs: CUDA sources (*.cu.cc), kernels and launchers only, no TF headers.
+      hdrs: headers shared by the C++ and CUDA sides (functors, parameter structs).
+      deps: other cc_library deps (e.g. //tf_ops/common).
+    """
+    objs = []
+    if gpu_srcs:
+        cuda_objects(
+            name = name + "_cuda",
+            srcs = gpu_srcs,
+            hdrs = hdrs,
+            deps = [d for d in deps if d.startswith("//")],
+        )
+        objs = [":" + name + "_cuda"]
+    native.cc_library(
+        name = name,
+        srcs = srcs + objs,
+        hdrs = hdrs,
+        copts = OTF_COPTS,
+        deps = deps + _TF_DEPS,
+        alwayslink = 1,  # kernels register in static initialisers nothing else references
+        visibility = ["//visibility:public"],
+    )
+
+def otf_ops_shared_library(name, deps):
+    """The one .so Python loads: every op family, linked against TF's framework library.
+
+    -z defs: any symbol that is neither ours nor in libtensorflow_framework.so.2 is a
+    link error here rather than an 'undefined symbol' at import on a user's machine.
+    """
+    native.cc_binary(
+        name = name,
+        linkshared = 1,
+        deps = deps + ["@local_config_tf//:libtensorflow_framework"],
+        linkopts = ["-Wl,-z,defs", "-Wl,--as-needed"],
+        visibility = ["//visibility:public"],
+    )

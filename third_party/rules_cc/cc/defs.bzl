@@ -1,0 +1,18 @@
+"""Offline stand-in for @rules_cc//cc:defs.bzl.
+
+Bazel 4.2.3 loads this file the moment a cc_* target is analysed and would
+download rules_cc to get it. The rules themselves are native in Bazel 4, so
+re-exporting them is all rules_cc did for us (see docs/build.md).
+"""
+
+cc_binary = native.cc_binary
+cc_import = native.cc_import
+cc_library = native.cc_library
+cc_proto_library = native.cc_proto_library
+cc_test = native.cc_test
+cc_toolchain = native.cc_toolchain
+cc_toolchain_suite = native.cc_toolchain_suite
+fdo_prefetch_hints = native.fdo_prefetch_hints
+fdo_profile = native.fdo_profile
+objc_library = native.objc_library
+objc_import = native.objc_import
