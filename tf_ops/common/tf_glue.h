@@ -59,15 +59,24 @@ inline absl::Status ScalarInput(const tensorflow::Tensor& t, const char* name, i
   return absl::OkStatus();
 }
 
-// The same seed/scalar rules for shape functions, where only the rank may be known.
+// The same seed/scalar rules for shape functions (where shapes may be partly unknown),
+// with the same messages.
 inline absl::Status SeedShape(tensorflow::shape_inference::InferenceContext* c, int input) {
-  tensorflow::shape_inference::ShapeHandle seed;
-  TF_RETURN_IF_ERROR(c->WithRankAtMost(c->input(input), 1, &seed));
-  if (c->RankKnown(seed) && c->Rank(seed) == 1) {
-    tensorflow::shape_inference::DimensionHandle unused;
-    TF_RETURN_IF_ERROR(c->WithValue(c->Dim(seed, 0), 2, &unused));
-  }
-  return absl::OkStatus();
+  const auto seed = c->input(input);
+  if (!c->RankKnown(seed) || c->Rank(seed) == 0) return absl::OkStatus();
+  if (c->Rank(seed) == 1 && (!c->ValueKnown(c->Dim(seed, 0)) || c->Value(c->Dim(seed, 0)) == 2))
+    return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "seed must be an int64 scalar or an int64 pair of shape [2], got shape ",
+      c->DebugString(seed)));
+}
+
+inline absl::Status ScalarShape(tensorflow::shape_inference::InferenceContext* c, int input,
+                                const char* name) {
+  const auto shape = c->input(input);
+  if (!c->RankKnown(shape) || c->Rank(shape) == 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(name, " must be an int64 scalar, got shape ", c->DebugString(shape)));
 }
 
 // A CUDA launcher's result (a cudaError_t as int) as an op error; never aborts.

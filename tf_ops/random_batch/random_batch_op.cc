@@ -9,7 +9,6 @@ namespace tf_onthefly {
 namespace random_batch {
 
 using ::tensorflow::shape_inference::InferenceContext;
-using ::tensorflow::shape_inference::ShapeHandle;
 
 REGISTER_OP("OnTheFly>RandomBatch")
     .Input("seed: int64")
@@ -31,9 +30,8 @@ REGISTER_OP("OnTheFly>RandomBatch")
       Attrs attrs;
       TF_RETURN_IF_ERROR(Attrs::FromShapeContext(c, &attrs));
       TF_RETURN_IF_ERROR(SeedShape(c, 0));
-      ShapeHandle unused;
-      TF_RETURN_IF_ERROR(c->WithRank(c->input(1), 0, &unused));  // step
-      TF_RETURN_IF_ERROR(c->WithRank(c->input(2), 0, &unused));  // first_sample
+      TF_RETURN_IF_ERROR(ScalarShape(c, 1, "step"));
+      TF_RETURN_IF_ERROR(ScalarShape(c, 2, "first_sample"));
       c->set_output(0, c->Matrix(attrs.rows(), attrs.feature_dim));
       c->set_output(1, c->Matrix(attrs.rows(), 1));
       return absl::OkStatus();

@@ -1,0 +1,16 @@
+"""otf_py_test: one test file, a CPU variant and a GPU variant."""
+
+def otf_py_test(name, srcs, deps = [], size = "small", shard_count = None):
+    """<name>_cpu runs everywhere; <name>_gpu is tagged requires-gpu and skips without a GPU."""
+    for dev in ["cpu", "gpu"]:
+        native.py_test(
+            name = "%s_%s" % (name, dev),
+            srcs = srcs + ["device_util.py"],
+            main = srcs[0],
+            args = ["--device=" + dev],
+            size = size,
+            shard_count = shard_count,
+            tags = ["requires-gpu"] if dev == "gpu" else [],
+            deps = deps + ["//python/tf_onthefly"],
+            python_version = "PY3",
+        )

@@ -1,0 +1,54 @@
+"""One test file, CPU and GPU variants: --device=cpu|gpu picks where the ops run.
+
+Bazel's otf_py_test() makes <name>_cpu and <name>_gpu (tagged requires-gpu); the GPU
+variant skips cleanly where TensorFlow sees no GPU. Run a file by hand with
+`python3 tests/x_test.py --device=gpu`.
+"""
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import flags  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+flags.DEFINE_enum("device", "cpu", ["cpu", "gpu"], "Device the ops under test run on.")
+FLAGS = flags.FLAGS
+
+
+def device() -> str:
+    return FLAGS.device
+
+
+class DeviceTestCase(tf.test.TestCase):
+    """Runs each test under tf.device(--device); skips GPU variants without a GPU."""
+
+    def setUp(self):
+        super().setUp()
+        if device() == "gpu" and not tf.config.list_physical_devices("GPU"):
+            self.skipTest("no GPU visible to TensorFlow")
+        scope = tf.device("/GPU:0" if device() == "gpu" else "/CPU:0")
+        scope.__enter__()
+        self.addCleanup(scope.__exit__, None, None, None)
+
+    @staticmethod
+    def require_gpu(test):
+        """Marks a test that compares CPU with GPU: it runs only in the GPU variant."""
+
+        def wrapper(self, *args, **kwargs):
+            if device() != "gpu":
+                self.skipTest("compares CPU with GPU: runs in the _gpu variant")
+            return test(self, *args, **kwargs)
+
+        wrapper.__name__ = test.__name__
+        return wrapper
+
+
+def ulp_distance(a, b):
+    """Per-element distance in float32 ulps (monotonic integer mapping; +0 == -0)."""
+    import numpy as np
+
+    def ordered(x):
+        i = np.asarray(x, np.float32).view(np.int32).astype(np.int64)
+        return np.where(i < 0, -(i & 0x7FFFFFFF), i)
+
+    return np.abs(ordered(a) - ordered(b))

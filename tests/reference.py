@@ -1,0 +1,119 @@
+"""NumPy reference implementation of the tf_onthefly counter contract (version 1).
+
+Written from docs/counter-contract.md, independently of the C++ code, so the ops can be
+checked against it bit for bit. Slow and simple on purpose.
+"""
+import numpy as np
+
+_MASK32 = 0xFFFFFFFF
+_M0, _M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
+_W0, _W1 = 0x9E3779B9, 0xBB67AE85
+KEY_DOMAIN = 0x4F544601  # "OTF" + contract version 1
+FEATURE_STREAM, LABEL_STREAM = 0, 1
+
+
+def philox4x32_10(ctr, key):
+    """Philox4x32-10. ctr: uint32 array [..., 4]; key: (k0, k1) ints. Returns uint32 [..., 4]."""
+    ctr = np.asarray(ctr, dtype=np.uint64)
+    c0, c1, c2, c3 = (ctr[..., i] for i in range(4))
+    k0, k1 = int(key[0]) & _MASK32, int(key[1]) & _MASK32
+    for _ in range(10):
+        p0, p1 = _M0 * c0, _M1 * c2  # < 2^64: exact in uint64
+        hi0, lo0 = p0 >> np.uint64(32), p0 & np.uint64(_MASK32)
+        hi1, lo1 = p1 >> np.uint64(32), p1 & np.uint64(_MASK32)
+        c0, c1, c2, c3 = hi1 ^ c1 ^ np.uint64(k0), lo1, hi0 ^ c3 ^ np.uint64(k1), lo0
+        k0, k1 = (k0 + _W0) & _MASK32, (k1 + _W1) & _MASK32
+    return np.stack([c0, c1, c2, c3], axis=-1).astype(np.uint32)
+
+
+def _u64(x):
+    return int(x) & 0xFFFFFFFFFFFFFFFF
+
+
+def _split(x):
+    x = _u64(x)
+    return x & _MASK32, x >> 32
+
+
+def seed_pair(seed):
+    s = np.asarray(seed).reshape(-1).tolist()
+    return (s[0], 0) if len(s) == 1 else (s[0], s[1])
+
+
+def derive_key(seed, stream, step):
+    """The Philox key of (seed, stream, step): two Philox evaluations as a KDF."""
+    s0, s1 = seed_pair(seed)
+    a = philox4x32_10([*_split(s1), stream, KEY_DOMAIN], _split(s0))
+    b = philox4x32_10([*_split(step), int(a[2]), int(a[3])], (int(a[0]), int(a[1])))
+    return int(b[0]), int(b[1])
+
+
+def sample_words(key, samples, blocks):
+    """Words [len(samples), len(blocks), 4] for counters (block, sample lo, sample hi, 0)."""
+    samples = np.asarray(samples, dtype=np.uint64)[:, None]
+    blocks = np.asarray(blocks, dtype=np.uint64)[None, :]
+    ctr = np.zeros(np.broadcast_shapes(samples.shape, blocks.shape) + (4,), np.uint64)
+    ctr[..., 0] = blocks
+    ctr[..., 1] = samples & np.uint64(_MASK32)
+    ctr[..., 2] = samples >> np.uint64(32)
+    return philox4x32_10(ctr, key)
+
+
+def uniform01(w):
+    return (np.asarray(w, np.uint32) >> np.uint32(8)).astype(np.float32) * np.float32(2.0**-24)
+
+
+def uniform01_open0(w):
+    return ((np.asarray(w, np.uint32) >> np.uint32(8)) + np.uint32(1)).astype(np.float32) * np.float32(2.0**-24)
+
+
+def uniform_in_range(w, low, high):
+    low, high = np.float32(low), np.float32(high)
+    x = (np.float32(high - low) * uniform01(w)).astype(np.float32) + low  # float32, no FMA
+    return np.where(x < high, x, np.nextafter(high, low)).astype(np.float32)
+
+
+def _sincospi(x):
+    """sin(pi x), cos(pi x) for x in [0, 2), with the exact quadrant reduction of uniform.h."""
+    q = np.rint(2.0 * x)
+    t = (x - 0.5 * q) * np.pi
+    st, ct = np.sin(t), np.cos(t)
+    quad = q.astype(np.int64) & 3
+    s = np.select([quad == 0, quad == 1, quad == 2], [st, ct, -st], -ct)
+    c = np.select([quad == 0, quad == 1, quad == 2], [ct, -st, -ct], st)
+    return s, c
+
+
+def box_muller(w_r, w_theta):
+    r = np.sqrt(-2.0 * np.log(uniform01_open0(w_r).astype(np.float64)))
+    s, c = _sincospi(2.0 * uniform01(w_theta).astype(np.float64))
+    return (r * c).astype(np.float32), (r * s).astype(np.float32)
+
+
+def uniform_below(hi_word, lo_word, n):
+    """floor(bits * n / 2^64) for bits = hi_word:lo_word (exact, with Python integers)."""
+    bits = [(int(h) << 32) | int(l) for h, l in zip(np.ravel(hi_word), np.ravel(lo_word))]
+    return np.array([(b * int(n)) >> 64 for b in bits], dtype=np.int64).reshape(np.shape(hi_word))
+
+
+def random_batch(batch_size, feature_dim, seed, step, distribution="uniform", low=0.0, high=1.0,
+                 label_mode="bernoulli", p=0.5, num_classes=2, label_dtype=np.float32,
+                 first_sample=0, num_samples=None):
+    """The reference of OnTheFly>RandomBatch: (features, labels) as NumPy arrays."""
+    rows = batch_size if num_samples is None else num_samples
+    samples = np.arange(rows, dtype=np.uint64) + np.uint64(first_sample)
+    nblocks = (feature_dim + 3) // 4
+    w = sample_words(derive_key(seed, FEATURE_STREAM, step), samples, np.arange(nblocks))
+    if distribution == "uniform":
+        feats = uniform_in_range(w, low, high)
+    else:
+        z0, z1 = box_muller(w[..., 0], w[..., 1])
+        z2, z3 = box_muller(w[..., 2], w[..., 3])
+        feats = np.stack([z0, z1, z2, z3], axis=-1)
+    feats = feats.reshape(rows, nblocks * 4)[:, :feature_dim]
+    lw = sample_words(derive_key(seed, LABEL_STREAM, step), samples, [0])[:, 0, :]
+    if label_mode == "bernoulli":
+        labels = (uniform01(lw[:, 0]) < np.float32(p)).astype(np.int64)
+    else:
+        labels = uniform_below(lw[:, 0], lw[:, 1], num_classes)
+    return feats, labels.astype(label_dtype).reshape(rows, 1)
