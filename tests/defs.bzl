@@ -7,7 +7,7 @@ def otf_py_test(name, srcs, deps = [], size = "small", shard_count = None):
             name = "%s_%s" % (name, dev),
             srcs = srcs + ["device_util.py"],
             main = srcs[0],
-            args = ["--device=" + dev],
+            args = ["--test_device=" + dev],
             size = size,
             shard_count = shard_count,
             tags = ["requires-gpu"] if dev == "gpu" else [],

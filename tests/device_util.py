@@ -1,8 +1,8 @@
-"""One test file, CPU and GPU variants: --device=cpu|gpu picks where the ops run.
+"""One test file, CPU and GPU variants: --test_device=cpu|gpu picks where the ops run.
 
 Bazel's otf_py_test() makes <name>_cpu and <name>_gpu (tagged requires-gpu); the GPU
 variant skips cleanly where TensorFlow sees no GPU. Run a file by hand with
-`python3 tests/x_test.py --device=gpu`.
+`python3 tests/x_test.py --test_device=gpu`.
 """
 import os
 
@@ -11,16 +11,16 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from absl import flags  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-flags.DEFINE_enum("device", "cpu", ["cpu", "gpu"], "Device the ops under test run on.")
+flags.DEFINE_enum("test_device", "cpu", ["cpu", "gpu"], "Device the ops under test run on.")
 FLAGS = flags.FLAGS
 
 
 def device() -> str:
-    return FLAGS.device
+    return FLAGS.test_device
 
 
 class DeviceTestCase(tf.test.TestCase):
-    """Runs each test under tf.device(--device); skips GPU variants without a GPU."""
+    """Runs each test under tf.device(--test_device); skips GPU variants without a GPU."""
 
     def setUp(self):
         super().setUp()

@@ -5,7 +5,7 @@ import tensorflow as tf
 import device_util
 import reference
 import tf_onthefly
-from device_util import DeviceTestCase, ulp_distance
+from device_util import ulp_distance
 from tf_onthefly import random_batch
 
 # Pinned forever (contract version 1): seed (1, 2), step 3, batch 4 x 6 features.
@@ -20,7 +20,7 @@ STEPS = [0, 1, 17, 2**33 + 5]
 NORMAL_MAX_ULP = 4
 
 
-class RandomBatchGoldenTest(DeviceTestCase):
+class RandomBatchGoldenTest(device_util.DeviceTestCase):
     """The op against the NumPy reference of the counter contract, bit for bit."""
 
     def test_reference_philox_known_answers(self):
@@ -80,7 +80,7 @@ class RandomBatchGoldenTest(DeviceTestCase):
         self.assertAllEqual(la, lb)
 
 
-class RandomBatchPropertiesTest(DeviceTestCase):
+class RandomBatchPropertiesTest(device_util.DeviceTestCase):
 
     def test_deterministic(self):
         a = random_batch(64, 16, seed=42, step=7, distribution="normal")
@@ -162,7 +162,7 @@ class RandomBatchPropertiesTest(DeviceTestCase):
         self.assertIsNone(tf_ops.get_gradient_function(f.op))
 
 
-class RandomBatchBadInputTest(DeviceTestCase):
+class RandomBatchBadInputTest(device_util.DeviceTestCase):
     """Every bad argument is an InvalidArgument naming the argument and its value."""
 
     CASES = [
@@ -223,7 +223,7 @@ def _re(message):
     return re.escape(message)
 
 
-class RandomBatchCpuGpuTest(DeviceTestCase):
+class RandomBatchCpuGpuTest(device_util.DeviceTestCase):
     """CPU == GPU: uniform and integer outputs bit for bit, normals within NORMAL_MAX_ULP."""
 
     def _both(self, *args, **kwargs):
@@ -234,7 +234,7 @@ class RandomBatchCpuGpuTest(DeviceTestCase):
         self.assertIn("GPU", gpu[0].device)
         return [t.numpy() for t in cpu], [t.numpy() for t in gpu]
 
-    @DeviceTestCase.require_gpu
+    @device_util.DeviceTestCase.require_gpu
     def test_uniform_bit_identical_large(self):
         for fd in [256, 13, 1]:  # vector rows, ragged rows, one block per row
             (cf, cl), (gf, gl) = self._both(262144 // fd * 4, fd, seed=[7, 9], step=123,
@@ -242,19 +242,19 @@ class RandomBatchCpuGpuTest(DeviceTestCase):
             self.assertAllEqual(cf.view(np.uint32), gf.view(np.uint32), msg=f"feature_dim={fd}")
             self.assertAllEqual(cl, gl)
 
-    @DeviceTestCase.require_gpu
+    @device_util.DeviceTestCase.require_gpu
     def test_classes_bit_identical_large(self):
         for dtype in [tf.int32, tf.int64, tf.float32]:
             (_, cl), (_, gl) = self._both(1 << 20, 1, seed=3, step=2**40, label_mode="classes",
                                           num_classes=1000, label_dtype=dtype)
             self.assertAllEqual(cl, gl)
 
-    @DeviceTestCase.require_gpu
+    @device_util.DeviceTestCase.require_gpu
     def test_sharded_offsets_bit_identical(self):
         (cf, _), (gf, _) = self._both(1 << 16, 64, seed=1, step=5, first_sample=40000, num_samples=9999)
         self.assertAllEqual(cf.view(np.uint32), gf.view(np.uint32))
 
-    @DeviceTestCase.require_gpu
+    @device_util.DeviceTestCase.require_gpu
     def test_normal_within_ulp_bound(self):
         (cf, _), (gf, _) = self._both(1 << 16, 64, seed=[5, 6], step=77, distribution="normal")
         d = ulp_distance(cf, gf)
