@@ -18,7 +18,7 @@ TF_VERSION_PIN=2.21.0
 CUDA12_NVCC_PIN=12.9.86   # ptxas + libdevice for CUDA 12 (PyPI has no CUDA 12 nvcc)
 CUDA13_NVCC_PIN=13.0.88   # only its fatbinary is used
 OTF_CUDA_ARCHS=${OTF_CUDA_ARCHS:-sm_70,sm_80,sm_90}
-TOOLS=${OTF_CUDA_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/tf_onthefly/cuda-tools-$CUDA12_NVCC_PIN-$CUDA13_NVCC_PIN}
+TOOLS=${OTF_CUDA_TOOLS:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/tf_onthefly/cuda-tools-$CUDA12_NVCC_PIN-$CUDA13_NVCC_PIN}
 
 log() { echo "configure: $*"; }
 
