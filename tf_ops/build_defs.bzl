@@ -24,15 +24,29 @@ _TF_DEPS = [
     "@local_config_tf//:cuda_headers",
 ]
 
-def otf_op_library(name, srcs, gpu_srcs = [], hdrs = [], deps = []):
+# What every family's C++ side may include (TF headers, SDK, shared helpers) and what its
+# CUDA side may include (device-side headers only: no TensorFlow in .cu.cc files).
+_CC_DEPS = [
+    "//tf_ops/common",
+    "//tf_ops/common:tf_glue",
+    "//tf_ops/sdk:generator",
+    "//tf_ops/sdk:generator_op",
+]
+_CUDA_DEPS = [
+    "//tf_ops/common",
+    "//tf_ops/sdk:generator",
+]
+
+def otf_op_library(name, srcs, gpu_srcs = [], hdrs = [], deps = [], gpu_deps = []):
     """One op family: op registration, CPU kernel, GPU kernel glue and CUDA kernels.
 
     Args:
       name: the family's name (a cc_library, linked into the shared library).
       srcs: C++ sources: registration + shape function, kernels (CPU and GPU glue).
       gpu_srcs: CUDA sources (*.cu.cc), kernels and launchers only, no TF headers.
-      hdrs: headers shared by the C++ and CUDA sides (functors, parameter structs).
-      deps: other cc_library deps (e.g. //tf_ops/common).
+      hdrs: headers shared by the C++ and CUDA sides (generator structs, functors).
+      deps: extra cc_library deps of the C++ side.
+      gpu_deps: extra header-only deps of the CUDA side.
     """
     objs = []
     if gpu_srcs:
@@ -40,7 +54,7 @@ def otf_op_library(name, srcs, gpu_srcs = [], hdrs = [], deps = []):
             name = name + "_cuda",
             srcs = gpu_srcs,
             hdrs = hdrs,
-            deps = [d for d in deps if d.startswith("//")],
+            deps = _CUDA_DEPS + gpu_deps,
         )
         objs = [":" + name + "_cuda"]
     native.cc_library(
@@ -48,7 +62,7 @@ def otf_op_library(name, srcs, gpu_srcs = [], hdrs = [], deps = []):
         srcs = srcs + objs,
         hdrs = hdrs,
         copts = OTF_COPTS,
-        deps = deps + _TF_DEPS,
+        deps = deps + _CC_DEPS + _TF_DEPS,
         alwayslink = 1,  # kernels register in static initialisers nothing else references
         visibility = ["//visibility:public"],
     )

@@ -1,140 +1,73 @@
-// OnTheFly>RandomBatch kernels: one OpKernel for CPU and GPU; the device-specific part is
-// the small Fill functor (CPU: TF's thread pool; GPU: the CUDA launcher on TF's stream).
-#define EIGEN_USE_THREADS
-#define EIGEN_USE_GPU
+// OnTheFly>RandomBatch: registration, attribute checks, CPU and GPU kernels (via the SDK).
+#include <cmath>
 
-#include "tensorflow/core/framework/op_kernel.h"
-#include "tensorflow/core/framework/register_types.h"
-#include "tensorflow/core/framework/tensor.h"
-#include "tensorflow/core/util/work_sharder.h"
-#include "tf_ops/common/tf_glue.h"
 #include "tf_ops/random_batch/random_batch.h"
-#include "tf_ops/random_batch/random_batch_attrs.h"
-#include "unsupported/Eigen/CXX11/Tensor"
+#include "tf_ops/sdk/generator_op.h"
 
 namespace tf_onthefly {
 namespace random_batch {
 
-using CPUDevice = Eigen::ThreadPoolDevice;
-using GPUDevice = Eigen::GpuDevice;
-using ::tensorflow::OpKernel;
-using ::tensorflow::OpKernelConstruction;
-using ::tensorflow::OpKernelContext;
-using ::tensorflow::Tensor;
-using ::tensorflow::TensorShape;
-
-template <typename Device, typename TLabel>
-struct Fill;
-
 template <typename TLabel>
-struct Fill<CPUDevice, TLabel> {
-  absl::Status operator()(OpKernelContext* ctx, const Params& p, float* features,
-                          TLabel* labels) const {
-    const int64_t blocks_per_row = BlocksPerRow(p.feature_dim);
-    // ~Philox (about 100 integer ops) per block, plus the transcendental math of normals.
-    const int64_t cost_per_row =
-        blocks_per_row * (p.distribution == Distribution::kNormal ? 600 : 150) + 150;
-    auto work = [&](int64_t begin, int64_t end) {
-      for (int64_t row = begin; row < end; ++row) {
-        float* out = features + row * p.feature_dim;
-        for (int64_t block = 0; block < blocks_per_row; ++block) {
-          float v[4];
-          FeatureBlock(p, row, block, v);
-          const int64_t n = std::min<int64_t>(4, p.feature_dim - 4 * block);
-          for (int64_t i = 0; i < n; ++i) out[4 * block + i] = v[i];
-        }
-        labels[row] = Label<TLabel>(p, row);
-      }
-    };
-    auto* workers = ctx->device()->tensorflow_cpu_worker_threads();
-    tensorflow::Shard(workers->num_threads, workers->workers, p.num_samples, cost_per_row, work);
+struct RandomBatchConfig {
+  using Gen = RandomBatchGen<TLabel>;
+
+  template <typename Ctx>
+  static absl::Status Configure(Ctx* c, Params* p, sdk::SampleShapes* shapes) {
+    std::string distribution, label_mode;
+    int64_t num_classes;
+    TF_RETURN_IF_ERROR(c->GetAttr("feature_dim", &p->feature_dim));
+    TF_RETURN_IF_ERROR(c->GetAttr("distribution", &distribution));
+    TF_RETURN_IF_ERROR(c->GetAttr("low", &p->low));
+    TF_RETURN_IF_ERROR(c->GetAttr("high", &p->high));
+    TF_RETURN_IF_ERROR(c->GetAttr("label_mode", &label_mode));
+    TF_RETURN_IF_ERROR(c->GetAttr("p", &p->p));
+    TF_RETURN_IF_ERROR(c->GetAttr("num_classes", &num_classes));
+
+    OTF_REQUIRE(p->feature_dim >= 1, "feature_dim must be >= 1, got ", p->feature_dim);
+    p->distribution = distribution == "normal" ? Distribution::kNormal : Distribution::kUniform;
+    if (p->distribution == Distribution::kUniform) {
+      OTF_REQUIRE(std::isfinite(p->low) && std::isfinite(p->high) && p->low < p->high,
+                  "low and high must be finite with low < high, got low=", p->low,
+                  ", high=", p->high);
+      OTF_REQUIRE(std::isfinite(p->high - p->low), "high - low must be finite in float32, got low=",
+                  p->low, ", high=", p->high);
+    }
+    p->range = p->high - p->low;
+    p->label_mode = label_mode == "classes" ? LabelMode::kClasses : LabelMode::kBernoulli;
+    OTF_REQUIRE(p->p >= 0.0f && p->p <= 1.0f, "p must be in [0, 1], got ", p->p);
+    OTF_REQUIRE(num_classes >= 1, "num_classes must be >= 1, got ", num_classes);
+    p->num_classes = static_cast<uint64_t>(num_classes);
+
+    shapes->Add("features", {p->feature_dim}, sizeof(float));
+    shapes->Add("labels", {1}, sizeof(TLabel));
     return absl::OkStatus();
   }
 };
 
-template <typename TLabel>
-struct Fill<GPUDevice, TLabel> {
-  absl::Status operator()(OpKernelContext* ctx, const Params& p, float* features,
-                          TLabel* labels) const {
-    return GpuLaunchStatus(
-        LaunchRandomBatch<TLabel>(p, features, labels, ctx->eigen_device<GPUDevice>().stream()),
-        "OnTheFly>RandomBatch kernel launch");
-  }
-};
+OTF_REGISTER_GENERATOR_OP("OnTheFly>RandomBatch", RandomBatchConfig<float>)
+    .Output("features: float")
+    .Output("labels: label_dtype")
+    .Attr("feature_dim: int")
+    .Attr("distribution: {'uniform', 'normal'} = 'uniform'")
+    .Attr("low: float = 0.0")
+    .Attr("high: float = 1.0")
+    .Attr("label_mode: {'bernoulli', 'classes'} = 'bernoulli'")
+    .Attr("p: float = 0.5")
+    .Attr("num_classes: int = 2")
+    .Attr("label_dtype: {float, int32, int64} = DT_FLOAT")
+    .Doc(R"doc(
+A batch of random features and labels, a pure function of (seed, step, sample index).
 
-template <typename Device, typename TLabel>
-class RandomBatchOp : public OpKernel {
- public:
-  explicit RandomBatchOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, Attrs::Parse(ctx, &attrs_));
-    params_.num_samples = attrs_.rows();
-    params_.feature_dim = attrs_.feature_dim;
-    params_.distribution =
-        attrs_.distribution == "normal" ? Distribution::kNormal : Distribution::kUniform;
-    params_.low = attrs_.low;
-    params_.high = attrs_.high;
-    params_.range = attrs_.high - attrs_.low;
-    params_.label_mode =
-        attrs_.label_mode == "classes" ? LabelMode::kClasses : LabelMode::kBernoulli;
-    params_.p = attrs_.p;
-    params_.num_classes = static_cast<uint64_t>(attrs_.num_classes);
-  }
+Row i of the output is global sample first_sample + i of the step's global batch of
+batch_size samples; docs/counter-contract.md gives the exact mapping.
+)doc");
 
-  void Compute(OpKernelContext* ctx) override {
-    uint64_t seed0, seed1;
-    OP_REQUIRES_OK(ctx, ParseSeed(ctx->input(0), &seed0, &seed1));
-    int64_t step, first_sample;
-    OP_REQUIRES_OK(ctx, ScalarInput(ctx->input(1), "step", &step));
-    OP_REQUIRES_OK(ctx, ScalarInput(ctx->input(2), "first_sample", &first_sample));
-    const int64_t rows = params_.num_samples;
-    OP_REQUIRES(ctx, first_sample >= 0 && first_sample <= attrs_.batch_size - rows,
-                absl::InvalidArgumentError(absl::StrCat(
-                    "first_sample must be in [0, batch_size - num_samples] = [0, ",
-                    attrs_.batch_size - rows, "], got ", first_sample)));
-
-    Tensor* features = nullptr;
-    Tensor* labels = nullptr;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({rows, attrs_.feature_dim}),
-                                             &features));
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({rows, 1}), &labels));
-    if (rows == 0) return;  // empty shard: nothing to launch
-
-    Params p = params_;
-    p.first_sample = first_sample;
-    p.feature_key = DeriveKey(seed0, seed1, kFeatureStream, static_cast<uint64_t>(step));
-    p.label_key = DeriveKey(seed0, seed1, kLabelStream, static_cast<uint64_t>(step));
-    OP_REQUIRES_OK(ctx, Fill<Device, TLabel>()(ctx, p, features->flat<float>().data(),
-                                               labels->flat<TLabel>().data()));
-  }
-
- private:
-  Attrs attrs_;
-  Params params_{};
-};
-
-#define REGISTER_CPU(T)                                                            \
-  REGISTER_KERNEL_BUILDER(Name("OnTheFly>RandomBatch")                             \
-                              .Device(tensorflow::DEVICE_CPU)                      \
-                              .TypeConstraint<T>("label_dtype"),                   \
-                          RandomBatchOp<CPUDevice, T>);
-#define REGISTER_GPU(T)                                                            \
-  REGISTER_KERNEL_BUILDER(Name("OnTheFly>RandomBatch")                             \
-                              .Device(tensorflow::DEVICE_GPU)                      \
-                              .HostMemory("seed")                                  \
-                              .HostMemory("step")                                  \
-                              .HostMemory("first_sample")                          \
-                              .TypeConstraint<T>("label_dtype"),                   \
-                          RandomBatchOp<GPUDevice, T>);
-
-REGISTER_CPU(float)
-REGISTER_CPU(int32_t)
-REGISTER_CPU(int64_t)
-REGISTER_GPU(float)
-REGISTER_GPU(int32_t)
-REGISTER_GPU(int64_t)
-
-#undef REGISTER_CPU
-#undef REGISTER_GPU
+OTF_REGISTER_GENERATOR_KERNELS_TYPED("OnTheFly>RandomBatch", "label_dtype", float,
+                                     RandomBatchConfig<float>);
+OTF_REGISTER_GENERATOR_KERNELS_TYPED("OnTheFly>RandomBatch", "label_dtype", int32_t,
+                                     RandomBatchConfig<int32_t>);
+OTF_REGISTER_GENERATOR_KERNELS_TYPED("OnTheFly>RandomBatch", "label_dtype", int64_t,
+                                     RandomBatchConfig<int64_t>);
 
 }  // namespace random_batch
 }  // namespace tf_onthefly

@@ -1,0 +1,96 @@
+// The generator SDK, device side: what a generator's per-item function sees. Shared by the
+// CPU kernel (gcc) and the GPU kernel (clang CUDA); no TensorFlow headers.
+//
+// A generator is one struct (docs/writing-a-generator.md):
+//
+//   struct MyGen {
+//     struct Params { ... };                 // POD: parsed attributes, copied to the GPU
+//     static constexpr int kNumStreams = 2;  // independent random streams it draws from
+//     // Work items per sample (>= 1); items of one sample may run on different threads.
+//     OTF_HD static int64_t ItemsPerSample(const Params& p);
+//     // Writes work item `item` of one sample into that sample's slice of each output.
+//     OTF_HD static void Generate(const Params& p, const sdk::SampleRng& rng, int64_t item,
+//                                 const sdk::SampleOutputs& out);
+//   };
+//
+// Everything else (op registration, shape function, CPU and GPU kernels, launch, errors,
+// Python wrapper) comes from the SDK: generator_op.h, generator_gpu.cu.h, _generator.py.
+#ifndef TF_ONTHEFLY_SDK_GENERATOR_H_
+#define TF_ONTHEFLY_SDK_GENERATOR_H_
+
+#include <cstdint>
+
+#include "tf_ops/common/philox.h"
+#include "tf_ops/common/uniform.h"
+
+namespace tf_onthefly {
+namespace sdk {
+
+constexpr int kMaxOutputs = 4;
+constexpr int kMaxStreams = 8;
+
+// The random words of one sample: stream s, block b -> four 32-bit words, a pure function
+// of (seed, s, step, global sample index, b) (docs/counter-contract.md).
+class SampleRng {
+ public:
+  OTF_HD SampleRng(const PhiloxKey* keys, uint64_t sample) : keys_(keys), sample_(sample) {}
+  OTF_HD uint64_t sample() const { return sample_; }
+  OTF_HD Words4 Block(int stream, uint32_t block) const {
+    return SampleBlock(keys_[stream], sample_, block);
+  }
+  // Word i of a stream (block i / 4, word i % 4): convenient, but Block() wastes none.
+  OTF_HD uint32_t Word(int stream, uint32_t i) const {
+    const Words4 w = Block(stream, i >> 2);
+    switch (i & 3) {
+      case 0: return w.w0;
+      case 1: return w.w1;
+      case 2: return w.w2;
+      default: return w.w3;
+    }
+  }
+
+ private:
+  const PhiloxKey* keys_;
+  uint64_t sample_;
+};
+
+// One sample's slice of each output, in declaration order.
+struct SampleOutputs {
+  void* ptr[kMaxOutputs];
+  template <typename T>
+  OTF_HD T* get(int i) const {
+    return static_cast<T*>(ptr[i]);
+  }
+};
+
+// One op call's geometry, computed on the host (generator_op.h).
+struct CallGeometry {
+  int64_t num_samples;                // rows produced by this call
+  int64_t first_sample;               // global index of row 0
+  int num_outputs;
+  void* base[kMaxOutputs];            // output buffers TensorFlow allocated
+  int64_t sample_bytes[kMaxOutputs];  // bytes of one sample in each output
+  PhiloxKey keys[kMaxStreams];        // key of each stream for this (seed, step)
+};
+
+// Runs work item `item` of row `row`: the body shared by the CPU loop and the GPU kernel.
+template <typename Gen>
+OTF_HD void RunItem(const typename Gen::Params& p, const CallGeometry& g, int64_t row,
+                    int64_t item) {
+  SampleOutputs out;
+  for (int i = 0; i < kMaxOutputs; ++i) {
+    out.ptr[i] = i < g.num_outputs ? static_cast<char*>(g.base[i]) + row * g.sample_bytes[i]
+                                   : nullptr;
+  }
+  Gen::Generate(p, SampleRng(g.keys, static_cast<uint64_t>(g.first_sample + row)), item, out);
+}
+
+// GPU launcher, defined for each generator by OTF_DEFINE_GPU_GENERATOR in its .cu.cc:
+// returns a cudaError_t as int (0 = success).
+template <typename Gen>
+int LaunchGenerator(const typename Gen::Params& p, const CallGeometry& g, void* stream);
+
+}  // namespace sdk
+}  // namespace tf_onthefly
+
+#endif  // TF_ONTHEFLY_SDK_GENERATOR_H_
