@@ -4,11 +4,7 @@ from typing import Optional, Tuple, Union
 import tensorflow as tf
 
 from tf_onthefly import _load
-from tf_onthefly._args import as_int64
-
-OP_NAME = "OnTheFly>RandomBatch"
-# Data never takes gradients: nothing upstream of a generated batch is trainable.
-tf.no_gradient(OP_NAME)
+from tf_onthefly._generator import call_generator, register
 
 
 def random_batch(
@@ -60,19 +56,11 @@ def random_batch(
         or an output over the documented cap (docs/ops.md). Inside a `tf.function`,
         TensorFlow reports shape-function errors as ValueError at trace time.
     """
-    with tf.name_scope(name or "random_batch"):
-        return _load.ops.on_the_fly_random_batch(
-            seed=as_int64(seed, "seed"),
-            step=as_int64(step, "step"),
-            first_sample=as_int64(first_sample, "first_sample"),
-            batch_size=batch_size,
-            feature_dim=feature_dim,
-            num_samples=-1 if num_samples is None else num_samples,
-            distribution=distribution,
-            low=low,
-            high=high,
-            label_mode=label_mode,
-            p=p,
-            num_classes=num_classes,
-            label_dtype=label_dtype,
-        )
+    return tuple(call_generator(
+        _load.ops.on_the_fly_random_batch, batch_size, seed, step,
+        first_sample=first_sample, num_samples=num_samples, name=name,
+        feature_dim=feature_dim, distribution=distribution, low=low, high=high,
+        label_mode=label_mode, p=p, num_classes=num_classes, label_dtype=label_dtype))
+
+
+register("OnTheFly>RandomBatch", random_batch)

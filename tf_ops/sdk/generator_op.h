@@ -20,8 +20,12 @@
 #ifndef TF_ONTHEFLY_SDK_GENERATOR_OP_H_
 #define TF_ONTHEFLY_SDK_GENERATOR_OP_H_
 
+#ifndef EIGEN_USE_THREADS
 #define EIGEN_USE_THREADS
+#endif
+#ifndef EIGEN_USE_GPU
 #define EIGEN_USE_GPU
+#endif
 
 #include <string>
 #include <utility>
@@ -174,9 +178,9 @@ class GeneratorOp : public tensorflow::OpKernel {
   }
 
   void Compute(tensorflow::OpKernelContext* ctx) override {
-    uint64_t seed0, seed1;
+    uint64_t seed0 = 0, seed1 = 0;
     OP_REQUIRES_OK(ctx, ParseSeed(ctx->input(0), &seed0, &seed1));
-    int64_t step, first_sample;
+    int64_t step = 0, first_sample = 0;
     OP_REQUIRES_OK(ctx, ScalarInput(ctx->input(1), "step", &step));
     OP_REQUIRES_OK(ctx, ScalarInput(ctx->input(2), "first_sample", &first_sample));
     const int64_t rows = batch_.rows();

@@ -1,0 +1,6 @@
+// GPU kernels of OnTheFly>ProceduralShapes: the SDK's grid-stride kernel.
+#include "tf_ops/procedural_shapes/procedural_shapes.h"
+#include "tf_ops/sdk/generator_gpu.cu.h"
+
+OTF_DEFINE_GPU_GENERATOR(tf_onthefly::procedural_shapes::ProceduralShapesGen<float>);
+OTF_DEFINE_GPU_GENERATOR(tf_onthefly::procedural_shapes::ProceduralShapesGen<uint8_t>);
