@@ -36,7 +36,7 @@ OTF_HD float Symmetric(uint32_t w, float scale) {
   return AddRn(MulRn(2.0f * scale, UniformFloat(w)), -scale);
 }
 
-OTF_HD float Pick(const Words4& w, int i) {
+OTF_HD uint32_t Pick(const Words4& w, int i) {
   return i == 0 ? w.w0 : i == 1 ? w.w1 : i == 2 ? w.w2 : w.w3;
 }
 

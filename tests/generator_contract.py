@@ -1,0 +1,88 @@
+"""Contract tests every generator op must pass, written once (mix into a DeviceTestCase).
+
+A test class sets `generate(batch_size, seed, step, first_sample=0, num_samples=None)`
+returning a tuple of tensors, and `batch_size` (small, for CPU runs).
+"""
+import numpy as np
+import tensorflow as tf
+
+import device_util
+
+
+def bits(t):
+    """An array whose equality means bit-identity (floats compared by their bits)."""
+    a = np.asarray(t)
+    return a.view(np.uint32) if a.dtype == np.float32 else a
+
+
+class GeneratorContract:
+    batch_size = 24
+
+    def generate(self, batch_size, seed, step, first_sample=0, num_samples=None):
+        raise NotImplementedError
+
+    def assertBitsEqual(self, a, b, msg=None):
+        self.assertEqual(len(a), len(b))
+        for x, y in zip(a, b):
+            self.assertAllEqual(bits(x), bits(y), msg=msg)
+
+    def test_contract_deterministic(self):
+        self.assertBitsEqual(self.generate(self.batch_size, [1, 2], 3), self.generate(self.batch_size, [1, 2], 3))
+
+    def test_contract_steps_and_seeds_differ(self):
+        base = self.generate(self.batch_size, 7, 0)[0].numpy()
+        for seed, step in [(7, 1), (8, 0), ([7, 1], 0)]:
+            other = self.generate(self.batch_size, seed, step)[0].numpy()
+            self.assertLess(np.mean(base == other), 0.9, msg=f"seed={seed} step={step}")
+
+    def test_contract_shards_are_the_global_batch(self):
+        n = self.batch_size
+        full = self.generate(n, 5, 11)
+        for cuts in ([0, n // 2, n], [0, 1, n - 1, n], [0, 3, 3, n]):
+            parts = [self.generate(n, 5, 11, first_sample=a, num_samples=b - a)
+                     for a, b in zip(cuts[:-1], cuts[1:])]
+            joined = [tf.concat([p[i] for p in parts], 0) for i in range(len(full))]
+            self.assertBitsEqual(joined, full, msg=str(cuts))
+
+    def test_contract_static_shapes_and_empty_shard(self):
+        eager = self.generate(self.batch_size, 1, 2)
+        traced = tf.function(lambda s: self.generate(self.batch_size, 1, s)).get_concrete_function(
+            tf.TensorSpec([], tf.int64))
+        for t, spec in zip(eager, traced.structured_outputs):
+            self.assertEqual(spec.shape.as_list(), list(t.shape))
+            self.assertEqual(spec.dtype, t.dtype)
+        empty = tf.function(lambda: self.generate(self.batch_size, 1, 2, first_sample=self.batch_size,
+                                                  num_samples=0))()
+        for e, t in zip(empty, eager):
+            self.assertEqual(e.shape.as_list(), [0] + list(t.shape[1:]))
+
+    def test_contract_bad_common_arguments(self):
+        cases = [(dict(batch_size=0), "batch_size must be >= 1, got 0"),
+                 (dict(seed=[1, 2, 3]), "seed must be an int64 scalar or an int64 pair of shape [2], got shape [3]"),
+                 (dict(step=[1, 2]), "step must be an int64 scalar, got shape [2]"),
+                 (dict(first_sample=2, num_samples=self.batch_size), "first_sample must be in [0, batch_size - num_samples]"),
+                 (dict(num_samples=self.batch_size + 1), "num_samples must be -1 (the whole batch)")]
+        for over, message in cases:
+            kw = dict(batch_size=self.batch_size, seed=1, step=0)
+            kw.update(over)
+            with self.assertRaisesRegex(tf.errors.InvalidArgumentError, _escape(message)):
+                self.generate(kw.pop("batch_size"), kw.pop("seed"), kw.pop("step"), **kw)
+
+    @device_util.DeviceTestCase.require_gpu
+    def test_contract_cpu_equals_gpu(self):
+        n = self.gpu_batch_size if hasattr(self, "gpu_batch_size") else 4096
+        with tf.device("/CPU:0"):
+            cpu = self.generate(n, [9, 9], 12345, first_sample=0)
+        with tf.device("/GPU:0"):
+            gpu = self.generate(n, [9, 9], 12345, first_sample=0)
+        self.assertIn("GPU", gpu[0].device)
+        self.compare_cpu_gpu(cpu, gpu)
+
+    def compare_cpu_gpu(self, cpu, gpu):
+        """Default: bit-identical. Generators with transcendental math override this."""
+        self.assertBitsEqual(cpu, gpu)
+
+
+def _escape(message):
+    import re
+    return re.escape(message)

@@ -1,0 +1,110 @@
+"""Tests of tf_onthefly.teacher_task: reference, contract, statistics, learnability, bad input."""
+import numpy as np
+import tensorflow as tf
+
+import device_util
+import generator_contract
+import reference
+from tf_onthefly import teacher_task
+
+
+class TeacherTaskTest(device_util.DeviceTestCase, generator_contract.GeneratorContract):
+    gpu_batch_size = 1 << 16
+
+    def generate(self, batch_size, seed, step, first_sample=0, num_samples=None):
+        # uniform features: every output, labels included, is bit-identical CPU vs GPU
+        return teacher_task(batch_size, 16, seed, step, distribution="uniform", noise=0.1,
+                            first_sample=first_sample, num_samples=num_samples)
+
+    def test_reference_bit_exact(self):
+        for kw in [dict(), dict(distribution="uniform", noise=0.3, num_classes=7, task_seed=5, hidden=9),
+                   dict(task="regression", noise=0.5), dict(num_classes=64, hidden=3, feature_dim=1)]:
+            kw = dict(dict(feature_dim=13), **kw)
+            f, l = teacher_task(40, seed=[3, 4], step=9, **kw)
+            rf, rl = reference.teacher_task(40, kw.pop("feature_dim"), [3, 4], 9, **kw)
+            tol = 0 if device_util.device() == "cpu" or kw.get("distribution") == "uniform" else None
+            if tol == 0:
+                self.assertAllEqual(f.numpy(), rf)
+                self.assertAllEqual(l.numpy(), rl)
+            else:  # normal features on the GPU: within the Box-Muller ulp bound
+                self.assertLessEqual(int(device_util.ulp_distance(f.numpy(), rf).max()), 4)
+
+    def test_task_seed_picks_the_teacher(self):
+        f0, l0 = teacher_task(2000, 8, seed=1, step=0, task_seed=0)
+        f1, l1 = teacher_task(2000, 8, seed=1, step=0, task_seed=1)
+        self.assertAllEqual(f0, f1)  # same data seed: same features
+        self.assertLess(np.mean(l0.numpy() == l1.numpy()), 0.9)  # another teacher
+
+    def test_label_noise_rate(self):
+        _, clean = teacher_task(20000, 8, seed=2, step=0, num_classes=4)
+        _, noisy = teacher_task(20000, 8, seed=2, step=0, num_classes=4, noise=0.4)
+        # a flip picks a uniform class, so 3/4 of flips change the label
+        self.assertNear(np.mean(clean.numpy() != noisy.numpy()), 0.4 * 0.75, 0.02)
+
+    def test_regression_noise(self):
+        _, y0 = teacher_task(20000, 8, seed=2, step=0, task="regression")
+        _, y1 = teacher_task(20000, 8, seed=2, step=0, task="regression", noise=0.5)
+        self.assertEqual(y1.dtype, tf.float32)
+        self.assertNear(float(np.std(y1.numpy() - y0.numpy())), 0.5, 0.02)
+
+    def test_student_learns_the_teacher(self):
+        """A small Keras MLP beats the majority class by far (the task is learnable)."""
+        tf.keras.utils.set_random_seed(0)
+        model = tf.keras.Sequential([tf.keras.Input((16,)), tf.keras.layers.Dense(64, activation="relu"),
+                                     tf.keras.layers.Dense(64, activation="relu"), tf.keras.layers.Dense(4)])
+        opt = tf.keras.optimizers.Adam(3e-3)
+        loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+        @tf.function
+        def train_step(step):
+            x, y = teacher_task(256, 16, seed=1, step=step, task_seed=7)
+            with tf.GradientTape() as tape:
+                loss = loss_fn(y, model(x, training=True))
+            opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+            return loss
+
+        for step in range(400):
+            train_step(tf.constant(step, tf.int64))
+        x, y = teacher_task(8192, 16, seed=2, step=0, task_seed=7)  # held out: another seed
+        acc = float(np.mean(np.argmax(model(x), axis=1) == y.numpy()[:, 0]))
+        majority = float(np.max(np.bincount(y.numpy()[:, 0], minlength=4)) / 8192)
+        print(f"teacher_task: student accuracy {acc:.3f}, majority class {majority:.3f}")
+        self.assertGreater(acc, 0.85)
+        self.assertGreater(acc, majority + 0.2)
+
+    def test_bad_input(self):
+        cases = [
+            (dict(feature_dim=0), "feature_dim must be in [1, 65536], got 0"),
+            (dict(hidden=0), "hidden must be in [1, 4096], got 0"),
+            (dict(num_classes=1), "num_classes must be in [2, 64] for task='classification', got 1"),
+            (dict(num_classes=65), "got 65"),
+            (dict(noise=1.5), "noise (the label flip probability) must be in [0, 1], got 1.5"),
+            (dict(task="regression", noise=-1.0), "noise (the regression noise std) must be finite and >= 0, got -1"),
+            (dict(task="regression", label_dtype=tf.int32), "label_dtype must be float32 for task='regression', got int32"),
+        ]
+        for over, message in cases:
+            kw = dict(feature_dim=4)
+            kw.update(over)
+            with self.subTest(**{k: str(v) for k, v in over.items()}):
+                with self.assertRaisesRegex(tf.errors.InvalidArgumentError, generator_contract._escape(message)):
+                    teacher_task(8, kw.pop("feature_dim"), seed=1, step=0, **kw)
+                with self.assertRaisesRegex((ValueError, tf.errors.InvalidArgumentError),
+                                            generator_contract._escape(message)):
+                    kw2 = dict(dict(feature_dim=4), **over)
+                    tf.function(lambda: teacher_task(8, kw2.pop("feature_dim"), seed=1, step=0, **kw2))()
+
+    @device_util.DeviceTestCase.require_gpu
+    def test_normal_features_cpu_gpu(self):
+        with tf.device("/CPU:0"):
+            cf, cl = teacher_task(1 << 16, 32, seed=4, step=1)
+        with tf.device("/GPU:0"):
+            gf, gl = teacher_task(1 << 16, 32, seed=4, step=1)
+        d = device_util.ulp_distance(cf.numpy(), gf.numpy())
+        agree = float(np.mean(cl.numpy() == gl.numpy()))
+        print(f"teacher_task normal: features max {d.max()} ulp; labels agree {agree:.6f}")
+        self.assertLessEqual(int(d.max()), 4)
+        self.assertGreater(agree, 0.999)  # flips only where the teacher's margin is ~1 ulp
+
+
+if __name__ == "__main__":
+    tf.test.main()
