@@ -1,6 +1,6 @@
 """otf_py_test: one test file, a CPU variant and a GPU variant."""
 
-def otf_py_test(name, srcs, deps = [], size = "small", shard_count = None):
+def otf_py_test(name, srcs, deps = [], data = [], size = "small", shard_count = None):
     """<name>_cpu runs everywhere; <name>_gpu is tagged requires-gpu and skips without a GPU."""
     for dev in ["cpu", "gpu"]:
         native.py_test(
@@ -8,6 +8,7 @@ def otf_py_test(name, srcs, deps = [], size = "small", shard_count = None):
             srcs = srcs + ["device_util.py"],
             main = srcs[0],
             args = ["--test_device=" + dev],
+            data = data,
             size = size,
             shard_count = shard_count,
             tags = ["requires-gpu"] if dev == "gpu" else [],

@@ -217,3 +217,16 @@ def procedural_shapes(batch_size, height, width, seed, step, channels=3, dtype=n
     boxes = np.stack([((cy - half_h).astype(f32) * inv_h), ((cx - half_w).astype(f32) * inv_w),
                       ((cy + half_h).astype(f32) * inv_h), ((cx + half_w).astype(f32) * inv_w)], -1).astype(f32)
     return images, cls.reshape(rows, 1), boxes
+
+
+# ---- random_walk (the tutorial generator) ----
+
+def random_walk(batch_size, length, seed, step, first_sample=0, num_samples=None):
+    rows = batch_size if num_samples is None else num_samples
+    samples = np.arange(rows, dtype=np.uint64) + np.uint64(first_sample)
+    words = sample_words(derive_key(seed, 0, step), samples, np.arange((length + 127) // 128))
+    words = words.reshape(rows, -1)  # word k holds steps 32k .. 32k+31, lowest bit first
+    t = np.arange(length)
+    bit = (words[:, t // 32] >> (t % 32).astype(np.uint32)) & np.uint32(1)
+    walks = np.cumsum(np.where(bit == 1, 1, -1), axis=1).astype(np.int32)
+    return walks, (walks[:, -1:] > 0).astype(np.int32)

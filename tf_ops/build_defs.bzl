@@ -67,6 +67,13 @@ def otf_op_library(name, srcs, gpu_srcs = [], hdrs = [], deps = [], gpu_deps = [
         visibility = ["//visibility:public"],
     )
 
+    # The family's source text, for tests and docs that quote it.
+    native.filegroup(
+        name = name + "_files",
+        srcs = srcs + gpu_srcs + hdrs + ["BUILD"],
+        visibility = ["//visibility:public"],
+    )
+
 def otf_ops_shared_library(name, deps):
     """The one .so Python loads: every op family, linked against TF's framework library.
 

@@ -1,0 +1,30 @@
+// OnTheFly>RandomWalk: attributes, op registration and CPU/GPU kernels, all from the SDK.
+#include "tf_ops/random_walk/random_walk.h"
+#include "tf_ops/sdk/generator_op.h"
+
+namespace tf_onthefly {
+namespace random_walk {
+
+struct RandomWalkConfig {
+  using Gen = RandomWalkGen;
+
+  template <typename Ctx>
+  static absl::Status Configure(Ctx* c, Params* p, sdk::SampleShapes* shapes) {
+    TF_RETURN_IF_ERROR(c->GetAttr("length", &p->length));
+    OTF_REQUIRE(p->length >= 1 && p->length <= (1 << 20),
+                "length must be in [1, 1048576], got ", p->length);
+    shapes->Add("walks", {p->length}, sizeof(int32_t));
+    shapes->Add("labels", {1}, sizeof(int32_t));
+    return absl::OkStatus();
+  }
+};
+
+OTF_REGISTER_GENERATOR_OP("OnTheFly>RandomWalk", RandomWalkConfig)
+    .Output("walks: int32")
+    .Output("labels: int32")
+    .Attr("length: int");
+
+OTF_REGISTER_GENERATOR_KERNELS("OnTheFly>RandomWalk", RandomWalkConfig);
+
+}  // namespace random_walk
+}  // namespace tf_onthefly
