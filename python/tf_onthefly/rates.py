@@ -2,10 +2,11 @@
 
     python -m tf_onthefly.rates [--mib=1024] [--repeats=7] [--unroll=10]
 
-Each candidate runs `unroll` times inside one tf.function (distinct steps, so nothing is
-cached or folded), each output reduced to one element; the time per output is the median
-over `repeats` calls after a warm-up, synchronised by fetching the result. Rates count
-bytes written (for the copy: written + read). Absolute times mean something only on a GPU.
+Each candidate (every generator, TF's stateless random ops, and a copy as the memory
+ceiling) runs `unroll` times inside one tf.function (distinct steps, so nothing is cached
+or folded), every output consumed; the time per call is the median over `repeats` calls
+after a warm-up, synchronised by fetching the result. Rates count bytes written (for the
+copy: read + written). Absolute times mean something only on a GPU.
 """
 import json
 import statistics
@@ -21,36 +22,58 @@ flags.DEFINE_integer("mib", 1024, "Size of each generated output, MiB of float32
 flags.DEFINE_integer("repeats", 7, "Timed calls per candidate (median reported).")
 flags.DEFINE_integer("unroll", 10, "Outputs generated per timed call.")
 flags.DEFINE_string("json", "", "Also write the results here.")
+flags.DEFINE_list("only", [], "Measure only candidates whose name contains one of these.")
 
-FEATURES = 4096  # columns; rows follow from the size
+FEATURES = 4096  # random_batch columns; rows follow from the size
 
 
-def _candidates(rows, cols):
-    shape = [rows, cols]
+def _candidates(mib):
+    """name -> (fn(step) -> tensors, bytes moved per call): every generator, ~mib MiB each."""
+    from tf_onthefly.procedural_shapes import procedural_shapes
+    from tf_onthefly.random_walk import random_walk
+    from tf_onthefly.teacher_task import teacher_task
+
+    size = mib << 20
+    rows = max(1, size // (4 * FEATURES))
+    shape = [rows, FEATURES]
+    n_teacher = max(1, size // (4 * 256))
+    n_images = max(1, size // (64 * 64 * 3))
+    n_walks = max(1, size // (4 * 1024))
+    x = tf.random.stateless_uniform(shape, seed=[3, 4])
+    fb = rows * FEATURES * 4
 
     def ours(distribution):
-        return lambda step: random_batch(rows, cols, seed=[1, 2], step=step, distribution=distribution)[0]
+        return lambda step: random_batch(rows, FEATURES, seed=[1, 2], step=step, distribution=distribution)
 
-    x = tf.random.stateless_uniform(shape, seed=[3, 4])
     return {
-        "random_batch uniform": (ours("uniform"), 1),
-        "random_batch normal": (ours("normal"), 1),
-        "tf.random.stateless_uniform": (lambda step: tf.random.stateless_uniform(shape, seed=tf.stack([step, 1])), 1),
-        "tf.random.stateless_normal": (lambda step: tf.random.stateless_normal(shape, seed=tf.stack([step, 1])), 1),
-        "copy x*2 (read+write)": (lambda step: x * tf.cast(step, tf.float32), 2),
+        "random_batch uniform": (ours("uniform"), fb + rows * 4),
+        "random_batch normal": (ours("normal"), fb + rows * 4),
+        "teacher_task 256->32->4": (lambda step: teacher_task(n_teacher, 256, seed=1, step=step),
+                                    n_teacher * (256 + 1) * 4),
+        "procedural_shapes 64x64x3 u8": (lambda step: procedural_shapes(n_images, 64, 64, seed=1, step=step),
+                                         n_images * (64 * 64 * 3 + 4)),
+        "random_walk length 1024": (lambda step: random_walk(n_walks, 1024, seed=1, step=step),
+                                    n_walks * (1024 + 1) * 4),
+        "tf.random.stateless_uniform": (lambda step: tf.random.stateless_uniform(shape, seed=tf.stack([step, 1])), fb),
+        "tf.random.stateless_normal": (lambda step: tf.random.stateless_normal(shape, seed=tf.stack([step, 1])), fb),
+        "copy x*2 (read+write)": (lambda step: x * tf.cast(step, tf.float32), 2 * fb),
     }
 
 
-def measure(mib=1024, repeats=7, unroll=10):
-    rows = max(1, mib * (1 << 20) // (4 * FEATURES))
-    out_bytes = rows * FEATURES * 4
+def measure(mib=1024, repeats=7, unroll=10, only=None):
+    """Times each candidate; returns [{name, ms, gb_per_s, bytes}] (time per call)."""
     results = []
-    for name, (make, traffic) in _candidates(rows, FEATURES).items():
+    for name, (make, moved) in _candidates(mib).items():
+        if only and not any(o in name for o in only):
+            continue
+
         @tf.function
         def run(step0, make=make):
             acc = tf.constant(0.0)
             for k in range(unroll):
-                acc += make(step0 + k)[0, 0]
+                out = make(step0 + k)
+                for t in tf.nest.flatten(out):  # consume every output: nothing is pruned
+                    acc += tf.cast(tf.reshape(t, [-1])[0], tf.float32)
             return acc
 
         run(tf.constant(0, tf.int64)).numpy()  # trace, warm up, allocate
@@ -60,9 +83,8 @@ def measure(mib=1024, repeats=7, unroll=10):
             run(tf.constant((r + 1) * unroll, tf.int64)).numpy()
             times.append((time.perf_counter() - t0) / unroll)
         t = statistics.median(times)
-        results.append(dict(name=name, ms=t * 1e3, tb_per_s=traffic * out_bytes / t / 1e12,
-                            bytes=out_bytes))
-        logging.info("%-32s %9.3f ms  %6.3f TB/s", name, t * 1e3, results[-1]["tb_per_s"])
+        results.append(dict(name=name, ms=t * 1e3, gb_per_s=moved / t / 1e9, bytes=moved))
+        logging.info("%-32s %9.3f ms  %8.1f GB/s", name, t * 1e3, results[-1]["gb_per_s"])
     return results
 
 
@@ -70,14 +92,15 @@ def main(argv):
     del argv
     gpus = tf.config.list_physical_devices("GPU")
     device = tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU") if gpus else "CPU"
-    res = measure(FLAGS.mib, FLAGS.repeats, FLAGS.unroll)
-    base = {r["name"]: r for r in res}
-    ref = base["tf.random.stateless_uniform"]["ms"]
-    print(f"device: {device}; output {res[0]['bytes'] / 2**20:.0f} MiB float32; "
-          f"median of {FLAGS.repeats} calls x {FLAGS.unroll} outputs")
-    print(f"{'what':32s} {'ms/output':>10s} {'TB/s':>7s} {'vs stateless_uniform':>21s}")
+    res = measure(FLAGS.mib, FLAGS.repeats, FLAGS.unroll, FLAGS.only)
+    copy = [r for r in res if r["name"].startswith("copy")]
+    ceiling = copy[0]["gb_per_s"] if copy else float("nan")
+    print(f"device: {device}; outputs of about {FLAGS.mib} MiB; "
+          f"median of {FLAGS.repeats} calls x {FLAGS.unroll} outputs; GB/s = bytes written "
+          f"(copy: read + written) / time")
+    print(f"{'what':32s} {'ms/call':>9s} {'GB/s':>8s} {'of copy':>8s}")
     for r in res:
-        print(f"{r['name']:32s} {r['ms']:10.3f} {r['tb_per_s']:7.3f} {ref / r['ms']:20.2f}x")
+        print(f"{r['name']:32s} {r['ms']:9.3f} {r['gb_per_s']:8.1f} {r['gb_per_s'] / ceiling:8.1%}")
     if FLAGS.json:
         with open(FLAGS.json, "w") as f:
             json.dump(dict(device=device, results=res), f, indent=1)
