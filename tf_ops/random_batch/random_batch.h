@@ -23,6 +23,7 @@ struct Params {
   int64_t feature_dim;
   Distribution distribution;
   float low, range, high;  // uniform: low + range * u, kept below high
+  bool unit_range;         // low == 0 and high == 1: the words' own [0, 1) floats
   LabelMode label_mode;
   float p;               // Bernoulli probability
   uint64_t num_classes;  // classes mode
@@ -39,7 +40,13 @@ struct RandomBatchGen {
                               const sdk::SampleOutputs& out) {
     const Words4 w = rng.Block(kFeatureStream, static_cast<uint32_t>(block));
     float v[4];
-    if (p.distribution == Distribution::kUniform) {
+    if (p.distribution == Distribution::kUniform && p.unit_range) {
+      // [0, 1): low + 1 * u is u exactly and u < 1, so this is the general path's value.
+      v[0] = UniformFloat(w.w0);
+      v[1] = UniformFloat(w.w1);
+      v[2] = UniformFloat(w.w2);
+      v[3] = UniformFloat(w.w3);
+    } else if (p.distribution == Distribution::kUniform) {
       v[0] = UniformInRange(w.w0, p.low, p.range, p.high);
       v[1] = UniformInRange(w.w1, p.low, p.range, p.high);
       v[2] = UniformInRange(w.w2, p.low, p.range, p.high);

@@ -33,6 +33,7 @@ struct RandomBatchConfig {
                   p->low, ", high=", p->high);
     }
     p->range = p->high - p->low;
+    p->unit_range = p->low == 0.0f && p->high == 1.0f;
     p->label_mode = label_mode == "classes" ? LabelMode::kClasses : LabelMode::kBernoulli;
     OTF_REQUIRE(p->p >= 0.0f && p->p <= 1.0f, "p must be in [0, 1], got ", p->p);
     OTF_REQUIRE(num_classes >= 1, "num_classes must be >= 1, got ", num_classes);
