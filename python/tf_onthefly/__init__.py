@@ -2,6 +2,7 @@
 
     features, labels = tf_onthefly.random_batch(32, 16, seed=7, step=step)
 """
+from tf_onthefly import data
 from tf_onthefly._generator import GENERATORS
 from tf_onthefly.procedural_shapes import procedural_shapes
 from tf_onthefly.random_batch import random_batch
@@ -9,4 +10,4 @@ from tf_onthefly.random_walk import random_walk
 from tf_onthefly.teacher_task import teacher_task
 
 __version__ = "0.1.0"
-__all__ = ["GENERATORS", "procedural_shapes", "random_batch", "random_walk", "teacher_task", "__version__"]
+__all__ = ["GENERATORS", "data", "procedural_shapes", "random_batch", "random_walk", "teacher_task", "__version__"]

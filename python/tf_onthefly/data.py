@@ -1,0 +1,182 @@
+"""Training integration: three ways to feed a model, all resumable from (seed, step).
+
+1. Simple path, Python or NumPy batches:
+       ds = tf_onthefly.data.from_python(gen_fn, output_signature)
+   Every batch is checked against the signature; drift is reported with the field, the
+   expected and actual shape/dtype and the batch number. Prefetch on by default.
+
+2. Native op on the host, inside tf.data (parallel, no Python on the hot path):
+       ds = tf_onthefly.data.host_dataset(lambda step: tf_onthefly.teacher_task(256, 16, 1, step))
+
+3. GPU-native: the batch is generated inside the training step, on the step's device;
+   the dataset only ticks (8 bytes a step) and no batch data crosses host to device:
+       model = tf_onthefly.data.GeneratorModel(model, lambda step: tf_onthefly.random_batch(...))
+       model.compile(...)
+       model.fit(tf_onthefly.data.device_dataset(), steps_per_epoch=1000, epochs=3)
+   The position in the data is the model's own `data_step` variable: tf.train.Checkpoint
+   and Keras BackupAndRestore save it with the weights, so a restored run continues with
+   exactly the batches an uninterrupted run would have seen. For custom loops,
+   `DataPosition` is the same counter as a tf.Module.
+
+docs/training.md explains the choices and how path 3 compares with copying batches.
+"""
+from typing import Any, Callable, Iterable, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from tf_onthefly._generator import GENERATORS  # noqa: F401  (re-exported for discovery)
+
+AUTOTUNE = tf.data.AUTOTUNE
+
+
+class SignatureDriftError(ValueError):
+    """A Python generator produced a batch that does not match its output signature."""
+
+
+def _field_names(signature):
+    """'features', 'labels' for a pair; dict keys; else index paths like '[0][1]'."""
+    flat = tf.nest.flatten(signature)
+    if isinstance(signature, dict):
+        return [str(k) for k in sorted(signature)] if len(flat) == len(signature) else None
+    if isinstance(signature, (tuple, list)) and len(signature) == 2 and len(flat) == 2:
+        return ["features", "labels"]
+    return None
+
+
+def _check_batch(batch, signature, names, index):
+    try:
+        tf.nest.assert_same_structure(signature, batch, check_types=False)
+    except (ValueError, TypeError) as e:
+        raise SignatureDriftError(f"batch {index}: structure differs from the output signature: {e}") from None
+    for i, (spec, value) in enumerate(zip(tf.nest.flatten(signature), tf.nest.flatten(batch))):
+        name = names[i] if names else f"output {i}"
+        arr = np.asarray(value)
+        if arr.dtype != spec.dtype.as_numpy_dtype:
+            raise SignatureDriftError(
+                f"batch {index}: field '{name}' has dtype {arr.dtype}, expected {spec.dtype.name} "
+                f"(shape {list(arr.shape)}, expected {spec.shape})")
+        if not spec.shape.is_compatible_with(arr.shape):
+            raise SignatureDriftError(
+                f"batch {index}: field '{name}' has shape {list(arr.shape)}, expected {spec.shape} "
+                f"(dtype {arr.dtype})")
+
+
+def from_python(generator_fn: Callable[[], Iterable[Any]], output_signature, *,
+                prefetch: bool = True) -> tf.data.Dataset:
+    """The simple path: batches from a Python generator function, checked as they come.
+
+    Args:
+      generator_fn: a callable returning an iterator of batches (NumPy arrays or
+        anything np.asarray takes), e.g. a generator function.
+      output_signature: nested tf.TensorSpec, as for tf.data.Dataset.from_generator.
+      prefetch: overlap generation with training (tf.data.AUTOTUNE).
+
+    A batch that does not match raises SignatureDriftError naming the field, the
+    expected and actual shape and dtype and the batch number; an exception raised by the
+    generator itself comes through with its traceback (TensorFlow wraps it in an
+    InvalidArgumentError/UnknownError whose message holds the original traceback).
+    """
+    names = _field_names(output_signature)
+
+    def checked():
+        for index, batch in enumerate(generator_fn()):
+            _check_batch(batch, output_signature, names, index)
+            yield batch
+
+    ds = tf.data.Dataset.from_generator(checked, output_signature=output_signature)
+    return ds.prefetch(AUTOTUNE) if prefetch else ds
+
+
+def host_dataset(generator: Callable[[tf.Tensor], Any], *, start_step: int = 0,
+                 steps: Optional[int] = None, num_parallel_calls=AUTOTUNE,
+                 prefetch: bool = True) -> tf.data.Dataset:
+    """Native generator op on the host, inside tf.data: batch i is generator(start_step + i).
+
+    The op runs on tf.data's CPU threads, in parallel, deterministic order. Resume by
+    passing the saved step as start_step, or checkpoint the iterator
+    (tf.train.Checkpoint(iterator=it)).
+    """
+    stop = None if steps is None else start_step + steps
+    ds = tf.data.Dataset.range(start_step, stop if stop is not None else np.iinfo(np.int64).max)
+    ds = ds.map(generator, num_parallel_calls=num_parallel_calls, deterministic=True)
+    return ds.prefetch(AUTOTUNE) if prefetch else ds
+
+
+def device_dataset(steps: Optional[int] = None) -> tf.data.Dataset:
+    """The tick dataset for GeneratorModel: one int64 scalar per step (8 bytes), nothing else.
+
+    The batch itself is generated inside the training step from the model's data_step.
+    """
+    ds = tf.data.Dataset.range(np.iinfo(np.int64).max if steps is None else steps)
+    return ds.prefetch(AUTOTUNE)
+
+
+class DataPosition(tf.Module):
+    """The position in the data for custom training loops: a checkpointable step counter.
+
+        pos = DataPosition(generator)
+        ckpt = tf.train.Checkpoint(model=model, optimizer=opt, position=pos)
+        @tf.function
+        def train_step():
+            x, y = pos.next_batch()     # generator(pos.step), then step += 1
+            ...
+    """
+
+    def __init__(self, generator: Callable[[tf.Tensor], Any], start_step: int = 0, name=None):
+        super().__init__(name=name)
+        self.generator = generator
+        self.step = tf.Variable(start_step, dtype=tf.int64, trainable=False, name="data_step")
+
+    def next_batch(self):
+        step = self.step.read_value()
+        batch = self.generator(step)
+        with tf.control_dependencies(tf.nest.flatten(batch)):
+            self.step.assign_add(1)
+        return batch
+
+
+class GeneratorModel(tf.keras.Model):
+    """Wraps any Keras model so model.fit trains on batches generated inside the step.
+
+    Args:
+      model: the model to train (its inputs are the generator's first output).
+      generator: step (int64 scalar tensor) -> (x, y) or (x, y, sample_weight); any
+        tf_onthefly generator op, or a function of several.
+      eval_generator: the same for evaluate()/validation, called with the step numbers the
+        validation dataset yields (device_dataset(n) gives 0..n-1). Default: generator.
+      start_step: the first data step of a fresh run.
+
+    `data_step` (a non-trainable int64 model weight) is the position in the data: saved
+    and restored with the model by tf.train.Checkpoint and BackupAndRestore. predict()
+    and __call__ take real inputs and are the wrapped model's.
+    """
+
+    def __init__(self, model: tf.keras.Model, generator: Callable, eval_generator: Optional[Callable] = None,
+                 start_step: int = 0, **kwargs):
+        super().__init__(**kwargs)
+        self.model = model
+        self.generator = generator
+        self.eval_generator = eval_generator or generator
+        self.data_step = self.add_weight(name="data_step", shape=(), dtype="int64", trainable=False,
+                                         initializer=tf.keras.initializers.Constant(start_step))
+        # Built when the wrapped model is (BackupAndRestore, for one, needs that before fit).
+        self.built = bool(getattr(model, "built", False))
+
+    def call(self, inputs, training=False):
+        return self.model(inputs, training=training)
+
+    def _next_batch(self):
+        step = tf.convert_to_tensor(self.data_step)
+        batch = self.generator(step)
+        with tf.control_dependencies(tf.nest.flatten(batch)):
+            self.data_step.assign_add(1)
+        return batch
+
+    def train_step(self, data):
+        del data  # a tick: the batch is generated here, on the step's device
+        return super().train_step(tuple(self._next_batch()))
+
+    def test_step(self, data):
+        step = tf.reshape(tf.cast(data, tf.int64), [])
+        return super().test_step(tuple(self.eval_generator(step)))
