@@ -9,5 +9,5 @@ from tf_onthefly.random_batch import random_batch
 from tf_onthefly.random_walk import random_walk
 from tf_onthefly.teacher_task import teacher_task
 
-__version__ = "0.1.0"
+from tf_onthefly._version import __version__
 __all__ = ["GENERATORS", "data", "procedural_shapes", "random_batch", "random_walk", "teacher_task", "__version__"]

@@ -7,6 +7,12 @@
 
 #include "tf_ops/common/philox.h"
 
+// glibc 2.29 added a new version of log(); binding the old one keeps the op library
+// loadable on glibc 2.28 (manylinux_2_28). Same results for the arguments used here.
+#if !defined(__CUDACC__) && defined(__GLIBC__) && defined(__x86_64__)
+__asm__(".symver log,log@GLIBC_2.2.5");
+#endif
+
 namespace tf_onthefly {
 
 // [0, 1): the top 24 bits of the word times 2^-24. Exact in float32 on every device.
