@@ -166,6 +166,15 @@ class GeneratorModel(tf.keras.Model):
     def call(self, inputs, training=False):
         return self.model(inputs, training=training)
 
+    def compile(self, *args, jit_compile=False, **kwargs):
+        """As keras.Model.compile, but jit_compile defaults to False, not "auto".
+
+        On a GPU, Keras's "auto" XLA-compiles the whole train step, and the generator ops
+        have no XLA kernels (tf2xla conversion fails). The model's own layers still run
+        as TensorFlow kernels; generation stays in the same graph as the step.
+        """
+        super().compile(*args, jit_compile=jit_compile, **kwargs)
+
     def _next_batch(self):
         step = tf.convert_to_tensor(self.data_step)
         batch = self.generator(step)
