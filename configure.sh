@@ -87,6 +87,8 @@ build --repo_env=TF_VERSION="$TF_VERSION"
 build --repo_env=OTF_CLANG="$(command -v clang++-16)"
 build --repo_env=OTF_CUDA_TOOLS="$TOOLS"
 build --repo_env=OTF_CUDA_ARCHS="$OTF_CUDA_ARCHS"
+build:asan --test_env=LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so.6)"
+build:ubsan --test_env=LD_PRELOAD="$(gcc -print-file-name=libubsan.so)"
 RC
 log "tensorflow $TF_VERSION at $TF_SHARED_LIBRARY_DIR; python $PYTHON"
 log "wrote .tf_configure.bazelrc; now: bazel test //..."

@@ -179,6 +179,15 @@ class SimplePathErrorsTest(tf.test.TestCase):
         with self.assertRaisesRegex(Exception, "batch 1: field 'labels' has dtype int64, expected int32"):
             self._drain(gen)
 
+    def test_early_stop_is_reported_not_truncated(self):
+        def short():
+            for _ in range(7):
+                yield np.zeros((4, 3), np.float32), np.zeros((4, 1), np.int32)
+
+        with self.assertRaisesRegex(Exception, "batch 7: the generator stopped after 7 batches, expected 10"):
+            [b for b in data.from_python(short, self.SIG, num_batches=10, prefetch=False)]
+        self.assertLen([b for b in data.from_python(short, self.SIG, num_batches=5, prefetch=False)], 5)
+
     def test_generator_exception_keeps_its_traceback(self):
         def broken_generator():
             yield np.zeros((4, 3), np.float32), np.zeros((4, 1), np.int32)

@@ -255,6 +255,29 @@ class RandomBatchCpuGpuTest(device_util.DeviceTestCase):
         self.assertAllEqual(cf.view(np.uint32), gf.view(np.uint32))
 
     @device_util.DeviceTestCase.require_gpu
+    def test_beyond_2_31_work_items(self):
+        """2^31 + 3 rows of 4 features: the SDK kernel's 64-bit index path, 32 GiB on the GPU.
+
+        The last rows must equal the same samples computed on the CPU as a small shard.
+        """
+        total = tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0])
+        rows = (1 << 31) + 3
+        try:
+            with tf.device("/GPU:0"):
+                f, l = random_batch(rows, 4, seed=[3, 1], step=9)
+                tail_f, tail_l = f[-5:].numpy(), l[-5:].numpy()
+                head_f = f[:3].numpy()
+                del f, l
+        except tf.errors.ResourceExhaustedError:
+            self.skipTest(f"not enough GPU memory for 32 GiB ({total})")
+        with tf.device("/CPU:0"):
+            cf, cl = random_batch(rows, 4, seed=[3, 1], step=9, first_sample=rows - 5, num_samples=5)
+            hf, _ = random_batch(rows, 4, seed=[3, 1], step=9, num_samples=3)
+        self.assertAllEqual(tail_f.view(np.uint32), cf.numpy().view(np.uint32))
+        self.assertAllEqual(tail_l, cl.numpy())
+        self.assertAllEqual(head_f.view(np.uint32), hf.numpy().view(np.uint32))
+
+    @device_util.DeviceTestCase.require_gpu
     def test_normal_within_ulp_bound(self):
         (cf, _), (gf, _) = self._both(1 << 16, 64, seed=[5, 6], step=77, distribution="normal")
         d = ulp_distance(cf, gf)

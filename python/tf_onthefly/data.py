@@ -63,13 +63,16 @@ def _check_batch(batch, signature, names, index):
 
 
 def from_python(generator_fn: Callable[[], Iterable[Any]], output_signature, *,
-                prefetch: bool = True) -> tf.data.Dataset:
+                num_batches: Optional[int] = None, prefetch: bool = True) -> tf.data.Dataset:
     """The simple path: batches from a Python generator function, checked as they come.
 
     Args:
       generator_fn: a callable returning an iterator of batches (NumPy arrays or
         anything np.asarray takes), e.g. a generator function.
       output_signature: nested tf.TensorSpec, as for tf.data.Dataset.from_generator.
+      num_batches: if given, the dataset has exactly this many batches, and a generator
+        that stops before raises SignatureDriftError ("stopped after 7 batches, expected
+        10") at that point instead of silently ending the epoch early.
       prefetch: overlap generation with training (tf.data.AUTOTUNE).
 
     A batch that does not match raises SignatureDriftError naming the field, the
@@ -80,9 +83,16 @@ def from_python(generator_fn: Callable[[], Iterable[Any]], output_signature, *,
     names = _field_names(output_signature)
 
     def checked():
+        count = 0
         for index, batch in enumerate(generator_fn()):
+            if num_batches is not None and index >= num_batches:
+                return
             _check_batch(batch, output_signature, names, index)
+            count += 1
             yield batch
+        if num_batches is not None and count < num_batches:
+            raise SignatureDriftError(
+                f"batch {count}: the generator stopped after {count} batches, expected {num_batches}")
 
     ds = tf.data.Dataset.from_generator(checked, output_signature=output_signature)
     return ds.prefetch(AUTOTUNE) if prefetch else ds
