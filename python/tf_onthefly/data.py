@@ -113,13 +113,77 @@ def host_dataset(generator: Callable[[tf.Tensor], Any], *, start_step: int = 0,
     return ds.prefetch(AUTOTUNE) if prefetch else ds
 
 
-def device_dataset(steps: Optional[int] = None) -> tf.data.Dataset:
-    """The tick dataset for GeneratorModel: one int64 scalar per step (8 bytes), nothing else.
+def device_dataset(steps: Optional[int] = None, ticks_per_step: int = 1) -> tf.data.Dataset:
+    """The tick dataset for GeneratorModel: int64 step numbers, 8 bytes each, nothing else.
 
     The batch itself is generated inside the training step from the model's data_step.
+    Under a tf.distribute strategy, pass ticks_per_step=strategy.num_replicas_in_sync, so
+    the strategy can hand every replica one tick (its batch is made by `sharded`).
     """
     ds = tf.data.Dataset.range(np.iinfo(np.int64).max if steps is None else steps)
+    if ticks_per_step > 1:
+        ds = ds.map(lambda s: tf.fill([ticks_per_step], s))
     return ds.prefetch(AUTOTUNE)
+
+
+def replica_shard(global_batch_size: int):
+    """(first_sample, num_samples) of the current replica's slice of the global batch.
+
+    Replica r of R (tf.distribute's replica_id_in_sync_group, global across workers)
+    gets samples [r * B/R, (r + 1) * B/R). Outside any strategy: (0, B).
+    """
+    ctx = tf.distribute.get_replica_context()
+    replicas = ctx.num_replicas_in_sync if ctx is not None else 1
+    if global_batch_size % replicas:
+        raise ValueError(f"global_batch_size {global_batch_size} is not divisible by the "
+                         f"{replicas} replicas in sync")
+    per_replica = global_batch_size // replicas
+    replica = ctx.replica_id_in_sync_group if ctx is not None else 0
+    first = tf.cast(replica, tf.int64) * per_replica
+    return first, per_replica
+
+
+def sharded(generator: Callable[..., Any], global_batch_size: int) -> Callable[[tf.Tensor], Any]:
+    """Makes `generator(step, first_sample=, num_samples=)` generate only this replica's shard.
+
+        gen = data.sharded(lambda step, **shard: tf_onthefly.teacher_task(
+            1024, 16, seed=1, step=step, **shard), global_batch_size=1024)
+
+    Each replica then generates its B/R samples of the global batch, keyed on the global
+    sample index: the same global batch for any number of replicas and workers.
+    """
+    def shard_generator(step):
+        first, num = replica_shard(global_batch_size)
+        return generator(step, first_sample=first, num_samples=num)
+
+    return shard_generator
+
+
+def distributed_host_dataset(strategy, generator: Callable[..., Any], global_batch_size: int, *,
+                             start_step: int = 0):
+    """Native op on the host, distributed: each input pipeline generates only its replicas' shards.
+
+    Uses strategy.distribute_datasets_from_function. Pipeline p (one per worker) serves its
+    L local replicas; element k of the pipeline is step start_step + k // L for global
+    replica p * L + k % L, generated as samples [(p L + j) B/R, (p L + j + 1) B/R).
+    `generator(step, first_sample=, num_samples=)` as for `sharded`.
+    """
+    def dataset_fn(ctx: tf.distribute.InputContext):
+        replicas = ctx.num_replicas_in_sync
+        local = replicas // ctx.num_input_pipelines
+        per_replica = ctx.get_per_replica_batch_size(global_batch_size)
+        base = ctx.input_pipeline_id * local
+
+        def element(k):
+            step = start_step + k // local
+            first = (base + k % local) * per_replica
+            return generator(step, first_sample=first, num_samples=per_replica)
+
+        ds = tf.data.Dataset.range(np.iinfo(np.int64).max).map(element, num_parallel_calls=AUTOTUNE,
+                                                               deterministic=True)
+        return ds.prefetch(AUTOTUNE)
+
+    return strategy.distribute_datasets_from_function(dataset_fn)
 
 
 class DataPosition(tf.Module):
@@ -168,13 +232,27 @@ class GeneratorModel(tf.keras.Model):
         self.model = model
         self.generator = generator
         self.eval_generator = eval_generator or generator
+        # Every replica reads the same step; one replica's increment is the update (under
+        # a tf.distribute strategy this is a mirrored variable).
         self.data_step = self.add_weight(name="data_step", shape=(), dtype="int64", trainable=False,
-                                         initializer=tf.keras.initializers.Constant(start_step))
+                                         initializer=tf.keras.initializers.Constant(start_step),
+                                         aggregation="only_first_replica")
         # Built when the wrapped model is (BackupAndRestore, for one, needs that before fit).
         self.built = bool(getattr(model, "built", False))
 
     def call(self, inputs, training=False):
+        if getattr(inputs, "shape", None) is not None and len(inputs.shape) <= 1:
+            # A tick, not a batch (Keras builds models by calling them on one element of
+            # the dataset; model inputs are batches, rank >= 2): the model's input is the
+            # generated batch of the current step.
+            inputs = tf.nest.flatten(self.generator(tf.convert_to_tensor(self.data_step)))[0]
         return self.model(inputs, training=training)
+
+    def _symbolic_build(self, iterator=None, data_batch=None):
+        # Keras builds the compiled loss and metrics from one dataset element; ours are
+        # ticks, so build from one generated batch instead (Keras 3 internal hook).
+        del iterator, data_batch
+        return super()._symbolic_build(data_batch=tuple(self.generator(tf.constant(0, tf.int64))))
 
     def compile(self, *args, jit_compile=False, **kwargs):
         """As keras.Model.compile, but jit_compile defaults to False, not "auto".
@@ -194,8 +272,16 @@ class GeneratorModel(tf.keras.Model):
 
     def train_step(self, data):
         del data  # a tick: the batch is generated here, on the step's device
-        return super().train_step(tuple(self._next_batch()))
+        return _multi_worker_logs(super().train_step(tuple(self._next_batch())))
 
     def test_step(self, data):
-        step = tf.reshape(tf.cast(data, tf.int64), [])
-        return super().test_step(tuple(self.eval_generator(step)))
+        step = tf.reshape(tf.cast(data, tf.int64), [-1])[0]
+        return _multi_worker_logs(super().test_step(tuple(self.eval_generator(step))))
+
+
+def _multi_worker_logs(logs):
+    """Under MultiWorkerMirroredStrategy, Keras 3.15 reduces every log with
+    strategy.reduce("MEAN", v, axis=0), which fails on scalars; give it shape [1]."""
+    if isinstance(tf.distribute.get_strategy(), tf.distribute.MultiWorkerMirroredStrategy):
+        return {k: tf.reshape(v, [1]) for k, v in logs.items()}
+    return logs

@@ -1,0 +1,142 @@
+"""tf.distribute: every replica generates only its shard of the global batch, reproducibly.
+
+CPU variant: MirroredStrategy over two logical CPU devices, and MultiWorkerMirroredStrategy
+with two worker processes on 127.0.0.1. GPU variant: two logical GPUs on one card.
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+# Logical devices must exist before TensorFlow initialises its runtime: configure at import.
+ON_GPU = "--test_device=gpu" in sys.argv
+if ON_GPU and tf.config.list_physical_devices("GPU"):
+    tf.config.set_logical_device_configuration(
+        tf.config.list_physical_devices("GPU")[0], [tf.config.LogicalDeviceConfiguration(memory_limit=16384)] * 2)
+tf.config.set_logical_device_configuration(
+    tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * 2)
+
+import device_util  # noqa: E402
+import tf_onthefly  # noqa: E402
+from tf_onthefly import data  # noqa: E402
+
+GLOBAL = 64
+
+
+def gen(step, first_sample=0, num_samples=None):
+    return tf_onthefly.teacher_task(GLOBAL, 16, seed=5, step=step, first_sample=first_sample,
+                                    num_samples=num_samples)
+
+
+def devices():
+    kind = "GPU" if device_util.device() == "gpu" else "CPU"
+    return [d.name for d in tf.config.list_logical_devices(kind)][:2]
+
+
+def make_model():
+    tf.keras.utils.set_random_seed(0)
+    return tf.keras.Sequential([tf.keras.Input((16,)), tf.keras.layers.Dense(32, activation="relu"),
+                                tf.keras.layers.Dense(4)])
+
+
+class MirroredTest(device_util.DeviceTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.strategy = tf.distribute.MirroredStrategy(devices())
+        self.assertEqual(self.strategy.num_replicas_in_sync, 2)
+
+    def _per_replica(self, step):
+        shard = data.sharded(gen, GLOBAL)
+        out = self.strategy.run(tf.function(lambda: shard(tf.constant(step, tf.int64))))
+        return [[t.numpy() for t in self.strategy.experimental_local_results(o)] for o in out]
+
+    def test_shards_tile_the_global_batch(self):
+        for step in [0, 7]:
+            feats, labels = self._per_replica(step)
+            self.assertLen(feats, 2)
+            self.assertEqual(feats[0].shape, (GLOBAL // 2, 16))
+            full_f, full_l = gen(tf.constant(step, tf.int64))
+            self.assertAllEqual(np.concatenate(feats), full_f)  # = the single-device batch
+            self.assertAllEqual(np.concatenate(labels), full_l)
+            # no sample on two replicas
+            rows = {r.tobytes() for f in feats for r in f}
+            self.assertLen(rows, GLOBAL)
+
+    def test_host_pipeline_from_input_context(self):
+        ds = data.distributed_host_dataset(self.strategy, gen, GLOBAL, start_step=3)
+        it = iter(ds)
+        for step in [3, 4]:
+            feats, labels = next(it)
+            f = np.concatenate([t.numpy() for t in self.strategy.experimental_local_results(feats)])
+            full_f, _ = gen(tf.constant(step, tf.int64))
+            self.assertAllEqual(f, full_f)
+
+    def test_fit_and_resume(self):
+        with self.strategy.scope():
+            model = data.GeneratorModel(make_model(), data.sharded(gen, GLOBAL))
+            model.compile(optimizer=tf.keras.optimizers.Adam(3e-3),
+                          loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        history = model.fit(data.device_dataset(ticks_per_step=2), epochs=4, steps_per_epoch=25, verbose=0)
+        loss = history.history["loss"]
+        self.assertLess(loss[-1], 0.85 * loss[0], msg=str(loss))
+        self.assertEqual(int(model.data_step.numpy()), 100)
+        path = tf.train.Checkpoint(model=model).save(os.path.join(tempfile.mkdtemp(), "ckpt"))
+        with self.strategy.scope():
+            restored = data.GeneratorModel(make_model(), data.sharded(gen, GLOBAL))
+        tf.train.Checkpoint(model=restored).restore(path)
+        self.assertEqual(int(restored.data_step.numpy()), 100)  # resume position, as on one device
+
+
+def _free_ports(n):
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+class MultiWorkerTest(tf.test.TestCase):
+    """Two worker processes, one CPU replica each: the same global batch as one device."""
+
+    def test_two_workers(self):
+        if ON_GPU:
+            self.skipTest("multi-worker runs in the CPU variant")
+        ports = _free_ports(2)
+        cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+        out = tempfile.mkdtemp()
+        worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "multiworker_worker.py")
+        procs = []
+        try:
+            for i in range(2):
+                env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}),
+                           CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2")
+                procs.append(subprocess.Popen([sys.executable, worker, out, str(GLOBAL)], env=env,
+                                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+            logs = [p.communicate(timeout=180)[0] for p in procs]
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        for i, (p, log) in enumerate(zip(procs, logs)):
+            self.assertEqual(p.returncode, 0, msg=f"worker {i}:\n{log[-3000:]}")
+        shards = [np.load(os.path.join(out, f"worker{i}.npz")) for i in range(2)]
+        for step in [0, 7]:
+            full_f, full_l = gen(tf.constant(step, tf.int64))
+            self.assertAllEqual(np.concatenate([s[f"features{step}"] for s in shards]), full_f)
+            self.assertAllEqual(np.concatenate([s[f"labels{step}"] for s in shards]), full_l)
+        for s in shards:
+            self.assertEqual(int(s["data_step"]), 6)  # model.fit ran 6 steps on both workers
+            self.assertTrue(np.isfinite(s["loss"]))
+
+
+if __name__ == "__main__":
+    tf.test.main()

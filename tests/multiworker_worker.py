@@ -1,0 +1,46 @@
+"""One worker of distributed_test.MultiWorkerTest (TF_CONFIG from the environment).
+
+Writes its replica's shard of the global batch at steps 0 and 7, and trains a few steps
+with model.fit, into OUT/worker<i>.npz.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+import tf_onthefly
+from tf_onthefly import data
+
+
+def main(out, global_batch):
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
+
+    def gen(step, first_sample=0, num_samples=None):
+        return tf_onthefly.teacher_task(global_batch, 16, seed=5, step=step, first_sample=first_sample,
+                                        num_samples=num_samples)
+
+    shard = data.sharded(gen, global_batch)
+    result = {}
+    for step in [0, 7]:
+        f, l = strategy.run(tf.function(lambda: shard(tf.constant(step, tf.int64))))
+        result[f"features{step}"] = strategy.experimental_local_results(f)[0].numpy()
+        result[f"labels{step}"] = strategy.experimental_local_results(l)[0].numpy()
+
+    with strategy.scope():
+        tf.keras.utils.set_random_seed(0)
+        net = tf.keras.Sequential([tf.keras.Input((16,)), tf.keras.layers.Dense(8), tf.keras.layers.Dense(4)])
+        model = data.GeneratorModel(net, shard)
+        model.compile(optimizer="adam", loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    hist = model.fit(data.device_dataset(ticks_per_step=strategy.num_replicas_in_sync), epochs=2,
+                     steps_per_epoch=3, verbose=0)
+    result["data_step"] = np.array(int(model.data_step.numpy()))
+    result["loss"] = np.array(hist.history["loss"][-1])
+    np.savez(os.path.join(out, f"worker{index}.npz"), **result)
+    print(f"worker {index}: done")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]))
