@@ -29,8 +29,10 @@ GLOBAL = 64
 
 
 def gen(step, first_sample=0, num_samples=None):
+    # Uniform features: bit-identical on every device, so shards made on GPUs, on tf.data's
+    # CPU threads and on one device can be compared bit for bit.
     return tf_onthefly.teacher_task(GLOBAL, 16, seed=5, step=step, first_sample=first_sample,
-                                    num_samples=num_samples)
+                                    num_samples=num_samples, distribution="uniform")
 
 
 def devices():

@@ -20,7 +20,7 @@ def main(out, global_batch):
 
     def gen(step, first_sample=0, num_samples=None):
         return tf_onthefly.teacher_task(global_batch, 16, seed=5, step=step, first_sample=first_sample,
-                                        num_samples=num_samples)
+                                        num_samples=num_samples, distribution="uniform")
 
     shard = data.sharded(gen, global_batch)
     result = {}
