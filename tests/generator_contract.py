@@ -21,6 +21,17 @@ class GeneratorContract:
     def generate(self, batch_size, seed, step, first_sample=0, num_samples=None):
         raise NotImplementedError
 
+    def assertRefuses(self, call, cases, graph=True):
+        """call(**overrides) raises InvalidArgument with `message` for each (overrides, message),
+        eagerly and (graph=True) at tf.function trace time, where TF reports it as ValueError."""
+        for overrides, message in cases:
+            with self.subTest(**{k: str(v) for k, v in overrides.items()}):
+                with self.assertRaisesRegex(tf.errors.InvalidArgumentError, _escape(message)):
+                    call(**overrides)
+                if graph:
+                    with self.assertRaisesRegex((ValueError, tf.errors.InvalidArgumentError), _escape(message)):
+                        tf.function(lambda: call(**overrides))()
+
     def assertBitsEqual(self, a, b, msg=None):
         self.assertEqual(len(a), len(b))
         for x, y in zip(a, b):

@@ -63,12 +63,7 @@ Row i of the output is global sample first_sample + i of the step's global batch
 batch_size samples; docs/counter-contract.md gives the exact mapping.
 )doc");
 
-OTF_REGISTER_GENERATOR_KERNELS_TYPED("OnTheFly>RandomBatch", "label_dtype", float,
-                                     RandomBatchConfig<float>);
-OTF_REGISTER_GENERATOR_KERNELS_TYPED("OnTheFly>RandomBatch", "label_dtype", int32_t,
-                                     RandomBatchConfig<int32_t>);
-OTF_REGISTER_GENERATOR_KERNELS_TYPED("OnTheFly>RandomBatch", "label_dtype", int64_t,
-                                     RandomBatchConfig<int64_t>);
+OTF_REGISTER_GENERATOR_KERNELS_FOR_LABEL_TYPES("OnTheFly>RandomBatch", "label_dtype", RandomBatchConfig);
 
 }  // namespace random_batch
 }  // namespace tf_onthefly

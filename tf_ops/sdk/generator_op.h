@@ -229,32 +229,31 @@ class GeneratorOp : public tensorflow::OpKernel {
       .Attr("num_samples: int = -1")                                         \
       .SetShapeFn(::tf_onthefly::sdk::GeneratorShapeFn<Config>)
 
-// CPU and GPU kernels of a generator op (seed, step, first_sample live in host memory).
-#define OTF_REGISTER_GENERATOR_KERNELS(name, ...)                                        \
-  REGISTER_KERNEL_BUILDER(Name(name).Device(::tensorflow::DEVICE_CPU),                   \
-                          ::tf_onthefly::sdk::GeneratorOp<::tf_onthefly::sdk::CPUDevice, \
-                                                          __VA_ARGS__>);                 \
-  REGISTER_KERNEL_BUILDER(Name(name)                                                     \
-                              .Device(::tensorflow::DEVICE_GPU)                          \
-                              .HostMemory("seed")                                        \
-                              .HostMemory("step")                                        \
-                              .HostMemory("first_sample"),                               \
-                          ::tf_onthefly::sdk::GeneratorOp<::tf_onthefly::sdk::GPUDevice, \
-                                                          __VA_ARGS__>)
+// Kernel builders: on the GPU, seed, step and first_sample stay in host memory (the
+// kernel reads them on the host to derive keys and the launch geometry).
+#define OTF_GENERATOR_CPU_BUILDER(name) Name(name).Device(::tensorflow::DEVICE_CPU)
+#define OTF_GENERATOR_GPU_BUILDER(name) \
+  Name(name).Device(::tensorflow::DEVICE_GPU).HostMemory("seed").HostMemory("step").HostMemory("first_sample")
+
+// CPU and GPU kernels of a generator op.
+#define OTF_REGISTER_GENERATOR_KERNELS(name, ...)                                              \
+  REGISTER_KERNEL_BUILDER(OTF_GENERATOR_CPU_BUILDER(name),                                     \
+                          ::tf_onthefly::sdk::GeneratorOp<::tf_onthefly::sdk::CPUDevice, __VA_ARGS__>); \
+  REGISTER_KERNEL_BUILDER(OTF_GENERATOR_GPU_BUILDER(name),                                     \
+                          ::tf_onthefly::sdk::GeneratorOp<::tf_onthefly::sdk::GPUDevice, __VA_ARGS__>)
 
 // The same for one value T of a type attribute (e.g. an output's dtype).
-#define OTF_REGISTER_GENERATOR_KERNELS_TYPED(name, type_attr, T, ...)                     \
-  REGISTER_KERNEL_BUILDER(Name(name).Device(::tensorflow::DEVICE_CPU).TypeConstraint<T>(  \
-                              type_attr),                                                 \
-                          ::tf_onthefly::sdk::GeneratorOp<::tf_onthefly::sdk::CPUDevice,  \
-                                                          __VA_ARGS__>);                  \
-  REGISTER_KERNEL_BUILDER(Name(name)                                                      \
-                              .Device(::tensorflow::DEVICE_GPU)                           \
-                              .HostMemory("seed")                                         \
-                              .HostMemory("step")                                         \
-                              .HostMemory("first_sample")                                 \
-                              .TypeConstraint<T>(type_attr),                              \
-                          ::tf_onthefly::sdk::GeneratorOp<::tf_onthefly::sdk::GPUDevice,  \
-                                                          __VA_ARGS__>)
+#define OTF_REGISTER_GENERATOR_KERNELS_TYPED(name, type_attr, T, ...)                          \
+  REGISTER_KERNEL_BUILDER(OTF_GENERATOR_CPU_BUILDER(name).TypeConstraint<T>(type_attr),        \
+                          ::tf_onthefly::sdk::GeneratorOp<::tf_onthefly::sdk::CPUDevice, __VA_ARGS__>); \
+  REGISTER_KERNEL_BUILDER(OTF_GENERATOR_GPU_BUILDER(name).TypeConstraint<T>(type_attr),        \
+                          ::tf_onthefly::sdk::GeneratorOp<::tf_onthefly::sdk::GPUDevice, __VA_ARGS__>)
+
+// Kernels for every label type a "{float, int32, int64}" attribute allows, with
+// ConfigTemplate<T> the Config for label type T.
+#define OTF_REGISTER_GENERATOR_KERNELS_FOR_LABEL_TYPES(name, type_attr, ConfigTemplate)        \
+  OTF_REGISTER_GENERATOR_KERNELS_TYPED(name, type_attr, float, ConfigTemplate<float>);         \
+  OTF_REGISTER_GENERATOR_KERNELS_TYPED(name, type_attr, int32_t, ConfigTemplate<int32_t>);     \
+  OTF_REGISTER_GENERATOR_KERNELS_TYPED(name, type_attr, int64_t, ConfigTemplate<int64_t>)
 
 #endif  // TF_ONTHEFLY_SDK_GENERATOR_OP_H_

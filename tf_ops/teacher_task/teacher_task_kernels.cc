@@ -77,12 +77,7 @@ Features and the labels a fixed random two-layer ReLU teacher (chosen by task_se
 them; classification (argmax, optional label flips) or regression (plus Gaussian noise).
 )doc");
 
-OTF_REGISTER_GENERATOR_KERNELS_TYPED("OnTheFly>TeacherTask", "label_dtype", int32_t,
-                                     TeacherTaskConfig<int32_t>);
-OTF_REGISTER_GENERATOR_KERNELS_TYPED("OnTheFly>TeacherTask", "label_dtype", int64_t,
-                                     TeacherTaskConfig<int64_t>);
-OTF_REGISTER_GENERATOR_KERNELS_TYPED("OnTheFly>TeacherTask", "label_dtype", float,
-                                     TeacherTaskConfig<float>);
+OTF_REGISTER_GENERATOR_KERNELS_FOR_LABEL_TYPES("OnTheFly>TeacherTask", "label_dtype", TeacherTaskConfig);
 
 }  // namespace teacher_task
 }  // namespace tf_onthefly
