@@ -177,10 +177,13 @@ def write_outputs(table, out, meta):
     fig, axes = plt.subplots(1, len(configs), figsize=(5 * len(configs), 4), squeeze=False)
     for ax, name in zip(axes[0], configs):
         rows = [r for r in table if r["config"] == name]
-        ax.barh([r["path"] for r in rows], [r["samples_per_s"] for r in rows], color="tab:blue")
-        ax.set_xscale("log")
+        bars = ax.barh([r["path"] for r in rows], [r["samples_per_s"] for r in rows], color="tab:blue")
+        for bar, r in zip(bars, rows):  # the input overhead against the constant batch
+            ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {r['overhead_pct']:+.0f}%",
+                    va="center", fontsize=8)
+        ax.set_xlim(0, max(r["samples_per_s"] for r in rows) * 1.2)
         ax.set_title(f"{name} (batch {rows[0]['batch']})")
-        ax.set_xlabel("samples/s (log)")
+        ax.set_xlabel("samples/s (label: overhead vs constant)")
         ax.invert_yaxis()
     fig.suptitle(f"tf_onthefly input paths on {meta['device']}")
     fig.tight_layout()
