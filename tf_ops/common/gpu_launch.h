@@ -3,7 +3,7 @@
 // The naming ladder used by every op family: a __global__ kernel, a launcher in the
 // .cu.cc that sizes the grid and launches it through LaunchGridStride() and returns the
 // cudaError_t as an int, and the OpKernel in the .cc that turns a non-zero result into
-// an op error (GpuLaunchStatus() in tf_ops/common/gpu_status.h). Nothing here aborts.
+// an op error (GpuLaunchStatus() in tf_ops/common/tf_glue.h). Nothing here aborts.
 #ifndef TF_ONTHEFLY_COMMON_GPU_LAUNCH_H_
 #define TF_ONTHEFLY_COMMON_GPU_LAUNCH_H_
 
