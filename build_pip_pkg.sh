@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the tf-onthefly wheel into DEST (default: dist):
 #
-#   ./configure.sh && bash build_pip_pkg.sh dist && pip install dist/*.whl
+#   bash build_pip_pkg.sh dist && pip install dist/*.whl   (runs ./configure.sh if needed)
 #
 # 1. bazel build //:wheel   (op library with CPU + GPU kernels, Python package, metadata)
 # 2. auditwheel repair --exclude libtensorflow_framework.so.2: checks the library's symbol
@@ -10,6 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 DEST=${1:-dist}
+# A fresh machine: install the toolchain and configure first (idempotent, docs/build.md).
+[ -f .tf_configure.bazelrc ] || ./configure.sh
 PLAT=${OTF_WHEEL_PLAT:-manylinux_2_24_x86_64}
 bazel build //:wheel >/dev/null 2>&1 || bazel build //:wheel
 version=$(sed -n 's/^__version__ = "\(.*\)"/\1/p' python/tf_onthefly/_version.py)
