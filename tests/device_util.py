@@ -5,6 +5,7 @@ variant skips cleanly where TensorFlow sees no GPU. Run a file by hand with
 `python3 tests/x_test.py --test_device=gpu`.
 """
 import os
+import re
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -29,6 +30,17 @@ class DeviceTestCase(tf.test.TestCase):
         scope = tf.device("/GPU:0" if device() == "gpu" else "/CPU:0")
         scope.__enter__()
         self.addCleanup(scope.__exit__, None, None, None)
+
+    def assertRefuses(self, call, cases, graph=True):
+        """call(**overrides) raises InvalidArgument with `message` for each (overrides, message),
+        eagerly and (graph=True) at tf.function trace time, where TF reports it as ValueError."""
+        for overrides, message in cases:
+            with self.subTest(**{k: str(v) for k, v in overrides.items()}):
+                with self.assertRaisesRegex(tf.errors.InvalidArgumentError, re.escape(message)):
+                    call(**overrides)
+                if graph:
+                    with self.assertRaisesRegex((ValueError, tf.errors.InvalidArgumentError), re.escape(message)):
+                        tf.function(lambda: call(**overrides))()
 
     @staticmethod
     def require_gpu(test):

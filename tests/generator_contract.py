@@ -21,17 +21,6 @@ class GeneratorContract:
     def generate(self, batch_size, seed, step, first_sample=0, num_samples=None):
         raise NotImplementedError
 
-    def assertRefuses(self, call, cases, graph=True):
-        """call(**overrides) raises InvalidArgument with `message` for each (overrides, message),
-        eagerly and (graph=True) at tf.function trace time, where TF reports it as ValueError."""
-        for overrides, message in cases:
-            with self.subTest(**{k: str(v) for k, v in overrides.items()}):
-                with self.assertRaisesRegex(tf.errors.InvalidArgumentError, _escape(message)):
-                    call(**overrides)
-                if graph:
-                    with self.assertRaisesRegex((ValueError, tf.errors.InvalidArgumentError), _escape(message)):
-                        tf.function(lambda: call(**overrides))()
-
     def assertBitsEqual(self, a, b, msg=None):
         self.assertEqual(len(a), len(b))
         for x, y in zip(a, b):
@@ -73,11 +62,11 @@ class GeneratorContract:
                  (dict(step=[1, 2]), "step must be an int64 scalar, got shape [2]"),
                  (dict(first_sample=2, num_samples=self.batch_size), "first_sample must be in [0, batch_size - num_samples]"),
                  (dict(num_samples=self.batch_size + 1), "num_samples must be -1 (the whole batch)")]
-        for over, message in cases:
-            kw = dict(batch_size=self.batch_size, seed=1, step=0)
-            kw.update(over)
-            with self.assertRaisesRegex(tf.errors.InvalidArgumentError, _escape(message)):
-                self.generate(kw.pop("batch_size"), kw.pop("seed"), kw.pop("step"), **kw)
+
+        def call(batch_size=self.batch_size, seed=1, step=0, **kw):
+            return self.generate(batch_size, seed, step, **kw)
+
+        self.assertRefuses(call, cases, graph=False)
 
     @device_util.DeviceTestCase.require_gpu
     def test_contract_cpu_equals_gpu(self):
@@ -93,7 +82,3 @@ class GeneratorContract:
         """Default: bit-identical. Generators with transcendental math override this."""
         self.assertBitsEqual(cpu, gpu)
 
-
-def _escape(message):
-    import re
-    return re.escape(message)

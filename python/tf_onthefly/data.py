@@ -25,7 +25,6 @@ from typing import Any, Callable, Iterable, Optional
 import numpy as np
 import tensorflow as tf
 
-from tf_onthefly._generator import GENERATORS  # noqa: F401  (re-exported for discovery)
 
 AUTOTUNE = tf.data.AUTOTUNE
 
@@ -186,6 +185,14 @@ def distributed_host_dataset(strategy, generator: Callable[..., Any], global_bat
     return strategy.distribute_datasets_from_function(dataset_fn)
 
 
+def _generate_and_advance(generator, step_variable):
+    """generator(current step), then step += 1 once the batch exists."""
+    batch = generator(tf.convert_to_tensor(step_variable))
+    with tf.control_dependencies(tf.nest.flatten(batch)):
+        step_variable.assign_add(1)
+    return batch
+
+
 class DataPosition(tf.Module):
     """The position in the data for custom training loops: a checkpointable step counter.
 
@@ -203,11 +210,7 @@ class DataPosition(tf.Module):
         self.step = tf.Variable(start_step, dtype=tf.int64, trainable=False, name="data_step")
 
     def next_batch(self):
-        step = self.step.read_value()
-        batch = self.generator(step)
-        with tf.control_dependencies(tf.nest.flatten(batch)):
-            self.step.assign_add(1)
-        return batch
+        return _generate_and_advance(self.generator, self.step)
 
 
 class GeneratorModel(tf.keras.Model):
@@ -264,11 +267,7 @@ class GeneratorModel(tf.keras.Model):
         super().compile(*args, jit_compile=jit_compile, **kwargs)
 
     def _next_batch(self):
-        step = tf.convert_to_tensor(self.data_step)
-        batch = self.generator(step)
-        with tf.control_dependencies(tf.nest.flatten(batch)):
-            self.data_step.assign_add(1)
-        return batch
+        return _generate_and_advance(self.generator, self.data_step)
 
     def train_step(self, data):
         del data  # a tick: the batch is generated here, on the step's device

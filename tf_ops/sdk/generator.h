@@ -38,16 +38,6 @@ class SampleRng {
   OTF_HD Words4 Block(int stream, uint32_t block) const {
     return SampleBlock(keys_[stream], sample_, block);
   }
-  // Word i of a stream (block i / 4, word i % 4): convenient, but Block() wastes none.
-  OTF_HD uint32_t Word(int stream, uint32_t i) const {
-    const Words4 w = Block(stream, i >> 2);
-    switch (i & 3) {
-      case 0: return w.w0;
-      case 1: return w.w1;
-      case 2: return w.w2;
-      default: return w.w3;
-    }
-  }
 
  private:
   const PhiloxKey* keys_;

@@ -16,7 +16,7 @@ constexpr int kGeneratorBlockThreads = 256;
 
 // One thread per work item, grid-stride. Index is uint32_t when every item index fits
 // (the common case: 32-bit division is several times cheaper than 64-bit on the GPU),
-// int64_t beyond 2^32 items, so huge outputs stay correct.
+// int64_t from 2^31 items on, so huge outputs stay correct.
 template <typename Gen, typename Index>
 __global__ void GeneratorKernel(typename Gen::Params p, CallGeometry g, Index items_per_sample,
                                 Index total_items) {
