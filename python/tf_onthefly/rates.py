@@ -2,8 +2,8 @@
 
     python -m tf_onthefly.rates [--mib=1024] [--repeats=7] [--unroll=10]
 
-Each candidate (every generator, TF's stateless random ops, and a copy as the memory
-ceiling) runs `unroll` times inside one tf.function (distinct steps, so nothing is cached
+Each candidate (every generator, TF's stateless random ops, a copy as the memory ceiling,
+and NumPy's fastest float32 generator on one host thread as the CPU yardstick) runs `unroll` times inside one tf.function (distinct steps, so nothing is cached
 or folded), every output consumed; the time per call is the median over `repeats` calls
 after a warm-up, synchronised by fetching the result. Rates count bytes written (for the
 copy: read + written). Absolute times mean something only on a GPU.
@@ -57,7 +57,29 @@ def _candidates(mib):
         "tf.random.stateless_uniform": (lambda step: tf.random.stateless_uniform(shape, seed=tf.stack([step, 1])), fb),
         "tf.random.stateless_normal": (lambda step: tf.random.stateless_normal(shape, seed=tf.stack([step, 1])), fb),
         "copy x*2 (read+write)": (lambda step: x * tf.cast(step, tf.float32), 2 * fb),
+        NUMPY: (None, fb),
     }
+
+
+NUMPY = "numpy default_rng float32, out="
+
+
+def _measure_numpy(name, moved, repeats, unroll):
+    """NumPy's fastest float32 generator into a preallocated array of the same size."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    out = np.empty(moved // 4, np.float32)
+    rng.random(dtype=np.float32, out=out)  # warm up, fault the pages in
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(unroll):
+            rng.random(dtype=np.float32, out=out)
+        times.append((time.perf_counter() - t0) / unroll)
+    t = statistics.median(times)
+    logging.info("%-32s %9.3f ms  %8.1f GB/s", name, t * 1e3, moved / t / 1e9)
+    return dict(name=name, ms=t * 1e3, gb_per_s=moved / t / 1e9, bytes=moved)
 
 
 def measure(mib=1024, repeats=7, unroll=10, only=None):
@@ -70,11 +92,20 @@ def measure(mib=1024, repeats=7, unroll=10, only=None):
         @tf.function
         def run(step0, make=make):
             acc = tf.constant(0.0)
+            # Steps are computed on the host: the ops read them from host memory, and a step
+            # made on the GPU would cost each op a device-to-host copy that waits for all the
+            # work queued before it (measured: a quarter of the time of a 1 GiB uniform).
+            with tf.device("/CPU:0"):
+                steps = [step0 + k for k in range(unroll)]
             for k in range(unroll):
-                out = make(step0 + k)
+                out = make(steps[k])
                 for t in tf.nest.flatten(out):  # consume every output: nothing is pruned
                     acc += tf.cast(tf.reshape(t, [-1])[0], tf.float32)
             return acc
+
+        if make is None:  # NumPy on the host: one thread, preallocated output
+            results.append(_measure_numpy(name, moved, repeats, unroll))
+            continue
 
         run(tf.constant(0, tf.int64)).numpy()  # trace, warm up, allocate
         times = []
@@ -94,6 +125,7 @@ def main(argv):
     device = tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU") if gpus else "CPU"
     res = measure(FLAGS.mib, FLAGS.repeats, FLAGS.unroll, FLAGS.only)
     copy = [r for r in res if r["name"].startswith("copy")]
+    by_name = {r["name"]: r for r in res}
     ceiling = copy[0]["gb_per_s"] if copy else float("nan")
     print(f"device: {device}; outputs of about {FLAGS.mib} MiB; "
           f"median of {FLAGS.repeats} calls x {FLAGS.unroll} outputs; GB/s = bytes written "
@@ -101,6 +133,10 @@ def main(argv):
     print(f"{'what':32s} {'ms/call':>9s} {'GB/s':>8s} {'of copy':>8s}")
     for r in res:
         print(f"{r['name']:32s} {r['ms']:9.3f} {r['gb_per_s']:8.1f} {r['gb_per_s'] / ceiling:8.1%}")
+    ours = by_name.get("random_batch uniform")
+    if ours and NUMPY in by_name:
+        print(f"random_batch uniform / NumPy: {ours['gb_per_s'] / by_name[NUMPY]['gb_per_s']:.2f}x "
+              f"({'GPU' if gpus else 'CPU'} op vs one host thread of NumPy)")
     if FLAGS.json:
         with open(FLAGS.json, "w") as f:
             json.dump(dict(device=device, results=res), f, indent=1)

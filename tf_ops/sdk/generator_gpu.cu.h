@@ -14,34 +14,69 @@ namespace sdk {
 
 constexpr int kGeneratorBlockThreads = 256;
 
-// One thread per work item, grid-stride. Index is uint32_t when every item index fits
-// (the common case: 32-bit division is several times cheaper than 64-bit on the GPU),
-// int64_t from 2^31 items on, so huge outputs stay correct.
-template <typename Gen, typename Index>
+// Grid-stride over work units; a unit is `K` items of one sample, `groups_per_sample`
+// (= ceil(items / K)) apart, so a warp's k-th stores are still adjacent in memory while the
+// per-unit bookkeeping (row, sample index, output addresses, the generator's branches on
+// its parameters) is paid once for K Philox blocks: the kernel is issue-bound, and this
+// bookkeeping was a third of its instructions (docs/benchmarks.md, kernel bench).
+// A thread divides once, for its first unit; after that it steps its (row, group) pair by
+// the stride's own quotient and remainder. Index is uint32_t when every unit index fits
+// (the common case: 32-bit arithmetic is cheaper), int64_t from 2^31 units on, so huge
+// outputs stay correct.
+template <typename Gen, typename Index, int K>
 __global__ void GeneratorKernel(typename Gen::Params p, CallGeometry g, Index items_per_sample,
-                                Index total_items) {
+                                Index groups_per_sample, Index total_groups) {
+  Index t = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= total_groups) return;
   const Index stride = static_cast<Index>(blockDim.x) * gridDim.x;
-  for (Index t = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; t < total_items;
-       t += stride) {
-    const Index row = t / items_per_sample;
-    RunItem<Gen>(p, g, static_cast<int64_t>(row), static_cast<int64_t>(t - row * items_per_sample));
+  const Index stride_rows = stride / groups_per_sample;
+  const Index stride_groups = stride - stride_rows * groups_per_sample;
+  Index row = t / groups_per_sample;
+  Index group = t - row * groups_per_sample;
+  for (; t < total_groups; t += stride) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const Index item = group + k * groups_per_sample;
+      if (K == 1 || item < items_per_sample)
+        RunItem<Gen>(p, g, static_cast<int64_t>(row), static_cast<int64_t>(item));
+    }
+    row += stride_rows;
+    group += stride_groups;
+    if (group >= groups_per_sample) {
+      group -= groups_per_sample;
+      ++row;
+    }
+  }
+}
+
+template <typename Gen, typename Index, int K>
+cudaError_t LaunchGrouped(const typename Gen::Params& p, const CallGeometry& g, int64_t items,
+                          void* stream) {
+  const int64_t groups = (items + K - 1) / K;
+  const int64_t total = g.num_samples * groups;
+  return LaunchGridStride(&GeneratorKernel<Gen, Index, K>, total, kGeneratorBlockThreads, stream,
+                          p, g, static_cast<Index>(items), static_cast<Index>(groups),
+                          static_cast<Index>(total));
+}
+
+template <typename Gen, typename Index>
+cudaError_t LaunchIndexed(const typename Gen::Params& p, const CallGeometry& g, int64_t items,
+                          void* stream) {
+  switch (ItemsPerThread(items)) {
+    case 4: return LaunchGrouped<Gen, Index, 4>(p, g, items, stream);
+    case 2: return LaunchGrouped<Gen, Index, 2>(p, g, items, stream);
+    default: return LaunchGrouped<Gen, Index, 1>(p, g, items, stream);
   }
 }
 
 template <typename Gen>
 int LaunchGenerator(const typename Gen::Params& p, const CallGeometry& g, void* stream) {
   const int64_t items = Gen::ItemsPerSample(p);
-  const int64_t total = g.num_samples * items;
-  if (total <= 0) return 0;
-  cudaError_t err;
+  if (g.num_samples * items <= 0) return 0;
   // Leave headroom so t + stride cannot wrap a uint32_t.
-  if (total < (int64_t{1} << 31)) {
-    err = LaunchGridStride(&GeneratorKernel<Gen, uint32_t>, total, kGeneratorBlockThreads, stream,
-                           p, g, static_cast<uint32_t>(items), static_cast<uint32_t>(total));
-  } else {
-    err = LaunchGridStride(&GeneratorKernel<Gen, int64_t>, total, kGeneratorBlockThreads, stream,
-                           p, g, items, total);
-  }
+  const cudaError_t err = g.num_samples * items < (int64_t{1} << 31)
+                              ? LaunchIndexed<Gen, uint32_t>(p, g, items, stream)
+                              : LaunchIndexed<Gen, int64_t>(p, g, items, stream);
   return static_cast<int>(err);
 }
 

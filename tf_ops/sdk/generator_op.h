@@ -125,14 +125,29 @@ using GPUDevice = Eigen::GpuDevice;
 template <typename Device, typename Gen>
 struct FillGenerator;
 
+// Whether Gen has the optional CPU whole-sample path (generator.h).
+template <typename Gen, typename = void>
+struct HasSampleCpu : std::false_type {};
+template <typename Gen>
+struct HasSampleCpu<Gen, std::void_t<decltype(Gen::GenerateSampleCpu(
+                             std::declval<const typename Gen::Params&>(),
+                             std::declval<const SampleRng&>(), std::declval<const SampleOutputs&>()))>>
+    : std::true_type {};
+
 template <typename Gen>
 struct FillGenerator<CPUDevice, Gen> {
   absl::Status operator()(tensorflow::OpKernelContext* ctx, const typename Gen::Params& p,
                           const CallGeometry& g, int64_t cost_per_sample) const {
     const int64_t items = Gen::ItemsPerSample(p);
     auto work = [&](int64_t begin, int64_t end) {
-      for (int64_t row = begin; row < end; ++row)
+      for (int64_t row = begin; row < end; ++row) {
+        if constexpr (HasSampleCpu<Gen>::value) {
+          if (Gen::GenerateSampleCpu(p, SampleRng(g.keys, static_cast<uint64_t>(g.first_sample + row)),
+                                     SampleOutputs(g, row)))
+            continue;
+        }
         for (int64_t item = 0; item < items; ++item) RunItem<Gen>(p, g, row, item);
+      }
     };
     auto* workers = ctx->device()->tensorflow_cpu_worker_threads();
     tensorflow::Shard(workers->num_threads, workers->workers, g.num_samples, cost_per_sample,

@@ -1,0 +1,27 @@
+// Bulk Philox on the CPU: the [0, 1) floats of consecutive blocks of one sample, the same
+// values as UniformFloat() of SampleBlock() word by word (tests/random_batch_test.py pins
+// them), eight blocks at a time with AVX2 where the CPU has it.
+//
+// Why not leave it to the compiler: Philox needs 32x32->64-bit products; gcc 12 does not
+// vectorise them well (an 8-lane loop written for it ran no faster than scalar code,
+// docs/bench.md), while AVX2's vpmuludq makes four of them per instruction.
+#ifndef TF_ONTHEFLY_COMMON_PHILOX_CPU_H_
+#define TF_ONTHEFLY_COMMON_PHILOX_CPU_H_
+
+#include <cstdint>
+
+#include "tf_ops/common/philox.h"
+
+namespace tf_onthefly {
+
+// dst[4 i + j] = UniformFloat(word j of SampleBlock(key, sample, first_block + i)),
+// for i < num_blocks, j < 4.
+void UniformFloatBlocks(PhiloxKey key, uint64_t sample, uint32_t first_block, int64_t num_blocks,
+                        float* dst);
+
+// Whether UniformFloatBlocks() uses AVX2 on this CPU (for logs and benchmarks).
+bool UniformFloatBlocksUsesAvx2();
+
+}  // namespace tf_onthefly
+
+#endif  // TF_ONTHEFLY_COMMON_PHILOX_CPU_H_

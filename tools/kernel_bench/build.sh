@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds the kernel bench (README.md here): kernels.cubin from the working tree's headers,
+# baseline.cubin from git revision BASELINE's (if given), and the host harness.
+#   tools/kernel_bench/build.sh OUTDIR [BASELINE_REV]
+set -euo pipefail
+out=${1:?usage: build.sh OUTDIR [BASELINE_REV]}
+rev=${2:-}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+mkdir -p "$out"
+base=$(bazel info output_base 2>/dev/null)
+defs="$base/external/local_config_cuda/defs.bzl"
+[[ -f $defs ]] || { echo "run ./configure.sh and a bazel build first (no $defs)" >&2; exit 1; }
+read -r clang cuda_path sysinc < <(python3 - "$defs" <<'PY'
+import re, sys
+s = open(sys.argv[1]).read()
+get = lambda k: re.search(k + r' = "([^"]+)"', s).group(1)
+inc = re.findall(r'"([^"]+)"', re.search(r"CUDA_SYSTEM_INCLUDES = \[(.*?)\]", s, re.S).group(1))
+print(get("CUDA_CLANG"), get("CUDA_PATH"), inc[0])
+PY
+)
+arch=${OTF_BENCH_ARCH:-sm_90}
+# The production flags (third_party/cuda/cuda.bzl), one architecture, device code only.
+cuda_flags=(-x cuda -std=c++17 -O3 -ffp-contract=off -Wno-unknown-cuda-version
+            --cuda-path="$cuda_path" -isystem "$sysinc" --cuda-gpu-arch="$arch" --cuda-device-only)
+"$clang" "${cuda_flags[@]}" -iquote . -c tools/kernel_bench/kernels.cu.cc -o "$out/kernels.cubin"
+names() { readelf -sW "$1" 2>/dev/null | grep -o '_Z[A-Za-z0-9_]*Kernel[A-Za-z0-9_]*' | sort -u > "$1.names"; }
+names "$out/kernels.cubin"
+if [[ -n $rev ]]; then
+  tmp=$(mktemp -d)
+  git archive "$rev" tf_ops | tar -x -C "$tmp"
+  "$clang" "${cuda_flags[@]}" -iquote "$tmp" -iquote . -c tools/kernel_bench/kernels.cu.cc \
+    -o "$out/baseline.cubin"
+  names "$out/baseline.cubin"
+  rm -rf "$tmp"
+fi
+g++ -std=c++17 -O2 -iquote . -isystem "$cuda_path/include" tools/kernel_bench/harness.cc -ldl \
+  -o "$out/harness"
+echo "built $out: $(ls "$out" | tr '\n' ' ')"
