@@ -84,7 +84,7 @@ OTF_HD void RunItem(const typename Gen::Params& p, const CallGeometry& g, int64_
 
 // Items one GPU thread runs per grid-stride step, given the items per sample: as many as
 // keep each of the thread's stores next to its neighbours' (at least two work units per
-// sample). Measured on the H200 (docs/benchmarks.md): 4 beats 1 by 12-18 % on long rows,
+// sample). Measured on the H200 (docs/benchmarks.md): 4 beats 1 by 7-24 % on long rows,
 // while 4 items of a 4-item row in one thread (16 contiguous bytes per store each) runs at
 // a third of the speed.
 OTF_HD constexpr int ItemsPerThread(int64_t items_per_sample) {
