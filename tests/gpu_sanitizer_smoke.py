@@ -19,6 +19,8 @@ def main():
         calls = [
             lambda: tf_onthefly.random_batch(257, 13, seed=1, step=2),
             lambda: tf_onthefly.random_batch(256, 64, seed=1, step=2, distribution="normal"),
+            # 37 features = 10 items: 4 per thread (ItemsPerThread) with a ragged last group.
+            lambda: tf_onthefly.random_batch(129, 37, seed=1, step=2, low=-1.0, high=2.0),
             lambda: tf_onthefly.random_batch(100, 7, seed=1, step=2, first_sample=50, num_samples=33,
                                              label_mode="classes", num_classes=9, label_dtype=tf.int64),
             lambda: tf_onthefly.teacher_task(300, 17, seed=1, step=2, num_classes=5, noise=0.1),

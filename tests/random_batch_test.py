@@ -244,26 +244,29 @@ class RandomBatchCpuGpuTest(device_util.DeviceTestCase):
 
     @device_util.DeviceTestCase.require_gpu
     def test_beyond_2_31_work_items(self):
-        """2^31 + 3 rows of 4 features: the SDK kernel's 64-bit index path, 32 GiB on the GPU.
-
-        The last rows must equal the same samples computed on the CPU as a small shard.
+        """More than 2^31 work items: the SDK kernel's 64-bit index path, 32 GiB on the GPU,
+        once with one item per thread (4 features) and once with four (32 features: 8 items
+        a row, sdk::ItemsPerThread). The first and last rows must equal the same samples
+        computed on the CPU as small shards.
         """
         total = tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0])
-        rows = (1 << 31) + 3
-        try:
-            with tf.device("/GPU:0"):
-                f, l = random_batch(rows, 4, seed=[3, 1], step=9)
-                tail_f, tail_l = f[-5:].numpy(), l[-5:].numpy()
-                head_f = f[:3].numpy()
-                del f, l
-        except tf.errors.ResourceExhaustedError:
-            self.skipTest(f"not enough GPU memory for 32 GiB ({total})")
-        with tf.device("/CPU:0"):
-            cf, cl = random_batch(rows, 4, seed=[3, 1], step=9, first_sample=rows - 5, num_samples=5)
-            hf, _ = random_batch(rows, 4, seed=[3, 1], step=9, num_samples=3)
-        self.assertAllEqual(tail_f.view(np.uint32), cf.numpy().view(np.uint32))
-        self.assertAllEqual(tail_l, cl.numpy())
-        self.assertAllEqual(head_f.view(np.uint32), hf.numpy().view(np.uint32))
+        for rows, features in [((1 << 31) + 3, 4), ((1 << 28) + 3, 32)]:
+            with self.subTest(rows=rows, features=features):
+                try:
+                    with tf.device("/GPU:0"):
+                        f, l = random_batch(rows, features, seed=[3, 1], step=9)
+                        tail_f, tail_l = f[-5:].numpy(), l[-5:].numpy()
+                        head_f = f[:3].numpy()
+                        del f, l
+                except tf.errors.ResourceExhaustedError:
+                    self.skipTest(f"not enough GPU memory for 32 GiB ({total})")
+                with tf.device("/CPU:0"):
+                    cf, cl = random_batch(rows, features, seed=[3, 1], step=9, first_sample=rows - 5,
+                                          num_samples=5)
+                    hf, _ = random_batch(rows, features, seed=[3, 1], step=9, num_samples=3)
+                self.assertAllEqual(tail_f.view(np.uint32), cf.numpy().view(np.uint32))
+                self.assertAllEqual(tail_l, cl.numpy())
+                self.assertAllEqual(head_f.view(np.uint32), hf.numpy().view(np.uint32))
 
     @device_util.DeviceTestCase.require_gpu
     def test_normal_within_ulp_bound(self):

@@ -91,6 +91,15 @@ OTF_HD constexpr int ItemsPerThread(int64_t items_per_sample) {
   return items_per_sample >= 8 ? 4 : items_per_sample >= 4 ? 2 : 1;
 }
 
+// Optional GPU kernel variants: a generator whose Generate branches on Params in ways that
+// cost its inner loop (the kernel is issue-bound) may also define
+//   static constexpr int kNumVariants = N;                  // >= 2
+//   OTF_HD static int Variant(const Params&);                // 0 .. N-1, per call
+//   template <int V> OTF_HD static void GenerateVariant(...)  // Generate's arguments
+// The GPU gets one kernel per variant, picked per call by Variant(p); every variant must
+// write exactly what Generate writes for the Params it is picked for (the CPU runs
+// Generate). random_batch's [0, 1) variant is 14 % faster than its general one.
+
 // GPU launcher, defined for each generator by OTF_DEFINE_GPU_GENERATOR in its .cu.cc:
 // returns a cudaError_t as int (0 = success).
 template <typename Gen>

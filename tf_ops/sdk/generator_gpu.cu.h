@@ -5,6 +5,7 @@
 #define TF_ONTHEFLY_SDK_GENERATOR_GPU_CU_H_
 
 #include <cstdint>
+#include <type_traits>
 
 #include "tf_ops/common/gpu_launch.h"
 #include "tf_ops/sdk/generator.h"
@@ -69,15 +70,42 @@ cudaError_t LaunchIndexed(const typename Gen::Params& p, const CallGeometry& g, 
   }
 }
 
+// Kernel variants (generator.h): a generator with kNumVariants > 1 gets one kernel per
+// variant, each calling GenerateVariant<V>, so branches on Params that a variant settles
+// are gone from its inner loop. Variant(p) picks one per call on the host.
+template <typename Gen, typename = void>
+struct NumVariants : std::integral_constant<int, 1> {};
+template <typename Gen>
+struct NumVariants<Gen, std::void_t<decltype(Gen::kNumVariants)>>
+    : std::integral_constant<int, Gen::kNumVariants> {};
+
+template <typename Gen, int V>
+struct VariantOf : Gen {
+  OTF_HD static void Generate(const typename Gen::Params& p, const SampleRng& rng, int64_t item,
+                              const SampleOutputs& out) {
+    Gen::template GenerateVariant<V>(p, rng, item, out);
+  }
+};
+
+template <typename Gen, int V = 0>
+cudaError_t LaunchVariant(int variant, const typename Gen::Params& p, const CallGeometry& g,
+                          int64_t items, void* stream) {
+  if constexpr (V + 1 < NumVariants<Gen>::value) {
+    if (variant != V) return LaunchVariant<Gen, V + 1>(variant, p, g, items, stream);
+  }
+  using G = std::conditional_t<(NumVariants<Gen>::value > 1), VariantOf<Gen, V>, Gen>;
+  // Leave headroom so t + stride cannot wrap a uint32_t.
+  return g.num_samples * items < (int64_t{1} << 31) ? LaunchIndexed<G, uint32_t>(p, g, items, stream)
+                                                    : LaunchIndexed<G, int64_t>(p, g, items, stream);
+}
+
 template <typename Gen>
 int LaunchGenerator(const typename Gen::Params& p, const CallGeometry& g, void* stream) {
   const int64_t items = Gen::ItemsPerSample(p);
   if (g.num_samples * items <= 0) return 0;
-  // Leave headroom so t + stride cannot wrap a uint32_t.
-  const cudaError_t err = g.num_samples * items < (int64_t{1} << 31)
-                              ? LaunchIndexed<Gen, uint32_t>(p, g, items, stream)
-                              : LaunchIndexed<Gen, int64_t>(p, g, items, stream);
-  return static_cast<int>(err);
+  int variant = 0;
+  if constexpr (NumVariants<Gen>::value > 1) variant = Gen::Variant(p);
+  return static_cast<int>(LaunchVariant<Gen>(variant, p, g, items, stream));
 }
 
 }  // namespace sdk

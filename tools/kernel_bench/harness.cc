@@ -193,19 +193,27 @@ int main(int argc, char** argv) {
     Report(label, "ref: Philox uniform, float4 stores", Time(f, grid, threads, args2), kBytes, grid);
   }
 
-  // The SDK kernel for random_batch at each items-per-thread count it can launch with
-  // (GeneratorKernel<Gen, uint32_t, K>), or the one-item kernel of a baseline revision
-  // that predates K (four kernel arguments instead of five).
+  // The SDK kernel for random_batch at each items-per-thread count K it can launch with
+  // and each of its kernel variants V (GeneratorKernel<VariantOf<Gen, V>, uint32_t, K>);
+  // for baseline revisions also the kernels before variants (v = -1) and before K (k = 0:
+  // four kernel arguments instead of five).
   struct Variant {
     const char* what;
     const char* symbol_part;  // unique part of the kernel's mangled name (uint32 index)
     int k;                    // items per thread; 0: the old kernel
+    int v;                    // kernel variant; -1: none
   };
   const Variant variants[] = {
-      {"sdk K=1", "random_batch14RandomBatchGenIiEEjLi1EEEv", 1},
-      {"sdk K=2", "random_batch14RandomBatchGenIiEEjLi2EEEv", 2},
-      {"sdk K=4", "random_batch14RandomBatchGenIiEEjLi4EEEv", 4},
-      {"sdk (before K)", "random_batch14RandomBatchGenIiEEjEEv", 0},
+      {"sdk V=0 K=1", "RandomBatchGenIiEELi0EEEjLi1EEEv", 1, 0},
+      {"sdk V=0 K=2", "RandomBatchGenIiEELi0EEEjLi2EEEv", 2, 0},
+      {"sdk V=0 K=4", "RandomBatchGenIiEELi0EEEjLi4EEEv", 4, 0},
+      {"sdk V=1 K=1", "RandomBatchGenIiEELi1EEEjLi1EEEv", 1, 1},
+      {"sdk V=1 K=2", "RandomBatchGenIiEELi1EEEjLi2EEEv", 2, 1},
+      {"sdk V=1 K=4", "RandomBatchGenIiEELi1EEEjLi4EEEv", 4, 1},
+      {"sdk K=1 (before variants)", "random_batch14RandomBatchGenIiEEjLi1EEEv", 1, -1},
+      {"sdk K=2 (before variants)", "random_batch14RandomBatchGenIiEEjLi2EEEv", 2, -1},
+      {"sdk K=4 (before variants)", "random_batch14RandomBatchGenIiEEjLi4EEEv", 4, -1},
+      {"sdk (before K)", "random_batch14RandomBatchGenIiEEjEEv", 0, -1},
   };
   std::vector<std::string> names = SymbolNames(std::string(argv[1]) + ".names");
   bool ok = true;
@@ -217,6 +225,8 @@ int main(int argc, char** argv) {
     CUfunction gen = Kernel(mod, symbol.c_str());
     for (int64_t dim : {4096, 256, 16, 6}) {
       for (int dist = 0; dist < 3; ++dist) {
+        const int variant = dist == 0 && dim % 4 == 0;  // RandomBatchGen::Variant
+        if (v.v == 1 && variant != 1) continue;  // variant 1 is only ever launched for these
         rb::Params p{};
         p.feature_dim = dim;
         p.distribution = dist == 2 ? rb::Distribution::kNormal : rb::Distribution::kUniform;
@@ -247,7 +257,7 @@ int main(int argc, char** argv) {
         const int grid = ResidentGrid(gen, total, threads);
         char what[128];
         std::snprintf(what, sizeof(what), "%s%s: %s, %" PRId64 " x %" PRId64, v.what,
-                      v.k == sdk::ItemsPerThread(items) ? " (launched)" : "",
+                      v.k == sdk::ItemsPerThread(items) && (v.v < 0 || v.v == variant) ? " (launched)" : "",
                       dist == 0 ? "uniform [0,1)" : dist == 1 ? "uniform [-2,3)" : "normal", rows, dim);
         Report(label, what, Time(gen, grid, threads, args), double(rows) * (dim + 1) * 4, grid);
         CK(p_cuCtxSynchronize());
