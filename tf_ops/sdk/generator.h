@@ -98,7 +98,7 @@ OTF_HD constexpr int ItemsPerThread(int64_t items_per_sample) {
 //   template <int V> OTF_HD static void GenerateVariant(...)  // Generate's arguments
 // The GPU gets one kernel per variant, picked per call by Variant(p); every variant must
 // write exactly what Generate writes for the Params it is picked for (the CPU runs
-// Generate). random_batch's [0, 1) variant is 14 % faster than its general one.
+// Generate). random_batch's [0, 1) variant: 3.81 vs 3.38 TB/s.
 
 // GPU launcher, defined for each generator by OTF_DEFINE_GPU_GENERATOR in its .cu.cc:
 // returns a cudaError_t as int (0 = success).
