@@ -9,6 +9,7 @@ after a warm-up, synchronised by fetching the result. Rates count bytes written 
 copy: read + written). Absolute times mean something only on a GPU.
 """
 import json
+import os
 import statistics
 import time
 
@@ -134,6 +135,10 @@ def main(argv):
     print(f"{'what':32s} {'ms/call':>9s} {'GB/s':>8s} {'of copy':>8s}")
     for r in res:
         print(f"{r['name']:32s} {r['ms']:9.3f} {r['gb_per_s']:8.1f} {r['gb_per_s'] / ceiling:8.1%}")
+    if not gpus and os.environ.get("TF_CPU_ALLOCATOR_USE_BFC", "").lower() not in ("1", "true"):
+        print("note: TensorFlow's default CPU allocator returns large outputs to the OS, so every "
+              "call page-faults its output in again; TF_CPU_ALLOCATOR_USE_BFC=true pools them "
+              "(docs/bench.md)")
     ours = by_name.get("random_batch uniform")
     if ours and NUMPY in by_name:
         print(f"random_batch uniform / NumPy: {ours['gb_per_s'] / by_name[NUMPY]['gb_per_s']:.2f}x "
