@@ -7,7 +7,7 @@ import time
 import tensorflow as tf
 
 import device_util
-from tf_onthefly import bench
+from tf_onthefly import bench, rates
 
 
 class BenchTest(device_util.DeviceTestCase):
@@ -44,6 +44,16 @@ class BenchTest(device_util.DeviceTestCase):
         self.assertGreater(slow_result["input_share"], fast_result["input_share"])
         for r in (fast_result, slow_result):
             self.assertIn("ms", r["verdict"])
+
+    def test_rates_every_candidate(self):
+        """rates.measure runs every candidate, NumPy included (tiny sizes; no timed assertion)."""
+        res = rates.measure(mib=1, repeats=1, unroll=2)
+        names = [r["name"] for r in res]
+        self.assertIn("random_batch uniform", names)
+        self.assertIn(rates.NUMPY, names)
+        self.assertLen(names, len(set(names)))
+        for r in res:
+            self.assertGreater(r["gb_per_s"], 0, r)
 
 
 if __name__ == "__main__":
