@@ -65,22 +65,32 @@ def _candidates(mib):
 NUMPY = "numpy default_rng float32, out="
 
 
+def _timed(name, moved, call, repeats, unroll):
+    """Result row for a candidate: call(r) makes `unroll` outputs (after any warm-up); the
+    median over `repeats` calls of the time per output."""
+    times = []
+    for r in range(repeats):
+        t0 = time.perf_counter()
+        call(r)
+        times.append((time.perf_counter() - t0) / unroll)
+    t = statistics.median(times)
+    logging.info("%-32s %9.3f ms  %8.1f GB/s", name, t * 1e3, moved / t / 1e9)
+    return dict(name=name, ms=t * 1e3, gb_per_s=moved / t / 1e9, bytes=moved)
+
+
 def _measure_numpy(name, moved, repeats, unroll):
-    """NumPy's fastest float32 generator into a preallocated array of the same size."""
+    """NumPy's fastest float32 generator on one host thread into a preallocated array."""
     import numpy as np
 
     rng = np.random.default_rng(0)
     out = np.empty(moved // 4, np.float32)
     rng.random(dtype=np.float32, out=out)  # warm up, fault the pages in
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
+
+    def call(_):
         for _ in range(unroll):
             rng.random(dtype=np.float32, out=out)
-        times.append((time.perf_counter() - t0) / unroll)
-    t = statistics.median(times)
-    logging.info("%-32s %9.3f ms  %8.1f GB/s", name, t * 1e3, moved / t / 1e9)
-    return dict(name=name, ms=t * 1e3, gb_per_s=moved / t / 1e9, bytes=moved)
+
+    return _timed(name, moved, call, repeats, unroll)
 
 
 def measure(mib=1024, repeats=7, unroll=10, only=None):
@@ -88,6 +98,9 @@ def measure(mib=1024, repeats=7, unroll=10, only=None):
     results = []
     for name, (make, moved) in _candidates(mib).items():
         if only and not any(o in name for o in only):
+            continue
+        if make is None:  # NumPy on the host
+            results.append(_measure_numpy(name, moved, repeats, unroll))
             continue
 
         @tf.function
@@ -105,19 +118,9 @@ def measure(mib=1024, repeats=7, unroll=10, only=None):
                 acc += tf.cast(tf.reshape(t, [-1])[0], tf.float32)
             return acc
 
-        if make is None:  # NumPy on the host: one thread, preallocated output
-            results.append(_measure_numpy(name, moved, repeats, unroll))
-            continue
-
         run(tf.constant(0, tf.int64)).numpy()  # trace, warm up, allocate
-        times = []
-        for r in range(repeats):
-            t0 = time.perf_counter()
-            run(tf.constant((r + 1) * unroll, tf.int64)).numpy()
-            times.append((time.perf_counter() - t0) / unroll)
-        t = statistics.median(times)
-        results.append(dict(name=name, ms=t * 1e3, gb_per_s=moved / t / 1e9, bytes=moved))
-        logging.info("%-32s %9.3f ms  %8.1f GB/s", name, t * 1e3, results[-1]["gb_per_s"])
+        results.append(_timed(name, moved, lambda r, run=run: run(tf.constant((r + 1) * unroll, tf.int64)).numpy(),
+                              repeats, unroll))
     return results
 
 

@@ -40,38 +40,25 @@ struct RandomBatchGen {
   OTF_HD static int64_t ItemsPerSample(const Params& p) { return (p.feature_dim + 3) / 4; }
 
   // GPU kernel variants (generator.h): 1 for [0, 1) features in rows of whole float4s (the
-  // default, and the bulk of generated data), with none of Generate's branches on Params in
-  // its loop; 0 for everything else.
+  // default, and the bulk of generated data), where the body below has none of its branches
+  // on Params; 0 for everything else. The CPU runs Generate, i.e. variant 0.
   static constexpr int kNumVariants = 2;
   OTF_HD static int Variant(const Params& p) {
     return p.distribution == Distribution::kUniform && p.unit_range && (p.feature_dim & 3) == 0;
   }
-  template <int V>
-  OTF_HD static void GenerateVariant(const Params& p, const sdk::SampleRng& rng, int64_t block,
-                                     const sdk::SampleOutputs& out) {
-    if constexpr (V == 1) {
-      const Words4 w = rng.Block(kFeatureStream, static_cast<uint32_t>(block));
-      float* dst = out.get<float>(0) + 4 * block;
-#if defined(__CUDA_ARCH__)
-      *reinterpret_cast<float4*>(dst) =
-          make_float4(UniformFloat(w.w0), UniformFloat(w.w1), UniformFloat(w.w2), UniformFloat(w.w3));
-#else
-      dst[0] = UniformFloat(w.w0);
-      dst[1] = UniformFloat(w.w1);
-      dst[2] = UniformFloat(w.w2);
-      dst[3] = UniformFloat(w.w3);
-#endif
-      if (block == 0) *out.get<TLabel>(1) = Label(p, rng);
-    } else {
-      Generate(p, rng, block, out);
-    }
-  }
 
   OTF_HD static void Generate(const Params& p, const sdk::SampleRng& rng, int64_t block,
                               const sdk::SampleOutputs& out) {
+    GenerateVariant<0>(p, rng, block, out);
+  }
+
+  template <int V>
+  OTF_HD static void GenerateVariant(const Params& p, const sdk::SampleRng& rng, int64_t block,
+                                     const sdk::SampleOutputs& out) {
+    constexpr bool kUnitFloat4 = V == 1;  // Variant(p) == 1 settles the two tests below
     const Words4 w = rng.Block(kFeatureStream, static_cast<uint32_t>(block));
     float v[4];
-    if (p.distribution == Distribution::kUniform && p.unit_range) {
+    if (kUnitFloat4 || (p.distribution == Distribution::kUniform && p.unit_range)) {
       // [0, 1): low + 1 * u is u exactly and u < 1, so this is the general path's value.
       v[0] = UniformFloat(w.w0);
       v[1] = UniformFloat(w.w1);
@@ -90,7 +77,7 @@ struct RandomBatchGen {
     const int64_t n = p.feature_dim - 4 * block;
 #if defined(__CUDA_ARCH__)
     // Rows a multiple of 4 floats long: one aligned 16-byte store (TF aligns to 64 bytes).
-    if ((p.feature_dim & 3) == 0) {
+    if (kUnitFloat4 || (p.feature_dim & 3) == 0) {
       *reinterpret_cast<float4*>(dst) = make_float4(v[0], v[1], v[2], v[3]);
     } else
 #endif
