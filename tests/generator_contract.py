@@ -15,6 +15,26 @@ def bits(t):
     return a.view(np.uint32) if a.dtype == np.float32 else a
 
 
+def train_and_score(model, make_batch, steps, learning_rate, held_out):
+    """Trains a classifier on a generator: Adam on make_batch(step) -> (x, y), y of shape
+    [n, 1] with class ids, one step per batch; returns its accuracy on held_out = (x, y)."""
+    opt = tf.keras.optimizers.Adam(learning_rate)
+    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    @tf.function
+    def train_step(step):
+        x, y = make_batch(step)
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+        return loss
+
+    for step in range(steps):
+        train_step(tf.constant(step, tf.int64))
+    x, y = held_out
+    return float(np.mean(np.argmax(model(x), axis=1) == y.numpy()[:, 0]))
+
+
 class GeneratorContract:
     batch_size = 24
 

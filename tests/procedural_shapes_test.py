@@ -55,21 +55,10 @@ class ProceduralShapesTest(device_util.DeviceTestCase, generator_contract.Genera
             tf.keras.layers.Conv2D(16, 3, activation="relu"), tf.keras.layers.MaxPooling2D(),
             tf.keras.layers.Conv2D(32, 3, activation="relu"), tf.keras.layers.MaxPooling2D(),
             tf.keras.layers.Flatten(), tf.keras.layers.Dense(64, activation="relu"), tf.keras.layers.Dense(3)])
-        opt = tf.keras.optimizers.Adam(2e-3)
-        loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-
-        @tf.function
-        def train_step(step):
-            x, y = procedural_shapes(64, 32, 32, seed=1, step=step, channels=1, dtype=tf.float32)
-            with tf.GradientTape() as tape:
-                loss = loss_fn(y, model(x, training=True))
-            opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
-            return loss
-
-        for step in range(300):
-            train_step(tf.constant(step, tf.int64))
-        x, y = procedural_shapes(2000, 32, 32, seed=2, step=0, channels=1, dtype=tf.float32)
-        acc = float(np.mean(np.argmax(model(x), axis=1) == y.numpy()[:, 0]))
+        acc = generator_contract.train_and_score(
+            model, lambda step: procedural_shapes(64, 32, 32, seed=1, step=step, channels=1, dtype=tf.float32),
+            steps=300, learning_rate=2e-3,
+            held_out=procedural_shapes(2000, 32, 32, seed=2, step=0, channels=1, dtype=tf.float32))
         print(f"procedural_shapes: CNN accuracy {acc:.3f} (chance 0.333)")
         self.assertGreater(acc, 0.8)
 
