@@ -68,7 +68,7 @@ class TeacherTaskTest(device_util.DeviceTestCase, generator_contract.GeneratorCo
             (dict(num_classes=1), "num_classes must be in [2, 64] for task='classification', got 1"),
             (dict(num_classes=65), "got 65"),
             (dict(noise=1.5), "noise (the label flip probability) must be in [0, 1], got 1.5"),
-            (dict(task="regression", noise=-1.0), "noise (the regression noise std) must be finite and >= 0, got -1"),
+            (dict(task="regression", noise=-1.0), "noise (the regression noise std) must be in [0, 1e+37] (so every label is finite), got -1"),
             (dict(task="regression", label_dtype=tf.int32), "label_dtype must be float32 for task='regression', got int32"),
         ]
         def call(feature_dim=4, **kw):

@@ -37,7 +37,7 @@ _CUDA_DEPS = [
     "//tf_ops/sdk:generator",
 ]
 
-def otf_op_library(name, srcs, gpu_srcs = [], hdrs = [], deps = [], gpu_deps = []):
+def otf_op_library(name, srcs, gpu_srcs = [], hdrs = [], deps = []):
     """One op family: op registration, CPU kernel, GPU kernel glue and CUDA kernels.
 
     Args:
@@ -46,7 +46,6 @@ def otf_op_library(name, srcs, gpu_srcs = [], hdrs = [], deps = [], gpu_deps = [
       gpu_srcs: CUDA sources (*.cu.cc), kernels and launchers only, no TF headers.
       hdrs: headers shared by the C++ and CUDA sides (generator structs, functors).
       deps: extra cc_library deps of the C++ side.
-      gpu_deps: extra header-only deps of the CUDA side.
     """
     objs = []
     if gpu_srcs:
@@ -54,7 +53,7 @@ def otf_op_library(name, srcs, gpu_srcs = [], hdrs = [], deps = [], gpu_deps = [
             name = name + "_cuda",
             srcs = gpu_srcs,
             hdrs = hdrs,
-            deps = _CUDA_DEPS + gpu_deps,
+            deps = _CUDA_DEPS,
         )
         objs = [":" + name + "_cuda"]
     native.cc_library(

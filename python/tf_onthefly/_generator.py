@@ -26,10 +26,15 @@ def call_generator(op_fn: Callable, batch_size: int, seed, step, *, first_sample
                    num_samples: Optional[int] = None, name: Optional[str] = None, **attrs):
     """Calls a generated op wrapper with the SDK's common arguments converted."""
     with tf.name_scope(name or op_fn.__name__.replace("on_the_fly_", "")):
+        # Every kernel reads first_sample in host memory (its range check must be exact), so
+        # it is made there; seed and step stay where they are (the GPU kernels read them on
+        # the device).
+        with tf.device("/CPU:0"):
+            first = as_int64(first_sample, "first_sample")
         return op_fn(
             seed=as_int64(seed, "seed"),
             step=as_int64(step, "step"),
-            first_sample=as_int64(first_sample, "first_sample"),
+            first_sample=first,
             batch_size=batch_size,
             num_samples=-1 if num_samples is None else num_samples,
             **attrs,

@@ -28,6 +28,8 @@ struct PhiloxKey {
 
 struct Words4 {
   uint32_t w0, w1, w2, w3;
+  // Word i (0..3); with a constant i this is a register, not a load.
+  OTF_HD uint32_t operator[](int i) const { return i == 0 ? w0 : i == 1 ? w1 : i == 2 ? w2 : w3; }
 };
 
 OTF_HD uint32_t MulHi32(uint32_t a, uint32_t b) {

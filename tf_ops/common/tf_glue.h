@@ -1,17 +1,24 @@
-// TensorFlow-side helpers every op family shares: seed parsing, launch-status
-// conversion, output caps. Kept out of the .cu.cc files (which see no TF headers).
+// TensorFlow-side helpers every op family shares: seed and scalar checks, output caps, GPU
+// errors as op errors. Kept out of the .cu.cc files (which see no TF headers).
 #ifndef TF_ONTHEFLY_COMMON_TF_GLUE_H_
 #define TF_ONTHEFLY_COMMON_TF_GLUE_H_
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
-#include <limits>
+#include <string>
 
-#include "tensorflow/core/framework/op_kernel.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "tensorflow/core/framework/shape_inference.h"
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/framework/tensor_shape.h"
+
+// Returns InvalidArgument(StrCat(message...)) from the enclosing function unless `cond`.
+#define OTF_REQUIRE(cond, ...)                                                 \
+  do {                                                                         \
+    if (!(cond)) return absl::InvalidArgumentError(absl::StrCat(__VA_ARGS__)); \
+  } while (0)
 
 namespace tf_onthefly {
 
@@ -20,42 +27,29 @@ namespace tf_onthefly {
 constexpr int64_t kMaxOutputBytes = int64_t{1} << 36;  // 64 GiB
 
 // Checks rows x cols x elem_bytes <= kMaxOutputBytes without overflowing.
-inline absl::Status CheckOutputSize(const char* what, int64_t rows, int64_t cols,
+inline absl::Status CheckOutputSize(const std::string& what, int64_t rows, int64_t cols,
                                     int64_t elem_bytes) {
   const int64_t max_elems = kMaxOutputBytes / elem_bytes;
-  if (rows > 0 && cols > max_elems / rows) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " of shape [", rows, ", ", cols, "] (", elem_bytes,
-        " bytes per element) exceeds the per-output cap of ", kMaxOutputBytes,
-        " bytes; lower batch_size/num_samples or the per-sample size"));
-  }
+  OTF_REQUIRE(rows <= 0 || cols <= max_elems / rows, what, " of shape [", rows, ", ", cols, "] (",
+              elem_bytes, " bytes per element) exceeds the per-output cap of ", kMaxOutputBytes,
+              " bytes; lower batch_size/num_samples or the per-sample size");
   return absl::OkStatus();
 }
 
-// The user's seed: an int64 scalar s (= the pair (s, 0)) or an int64 pair.
-inline absl::Status ParseSeed(const tensorflow::Tensor& seed, uint64_t* s0, uint64_t* s1) {
-  if (seed.dims() == 0) {
-    *s0 = static_cast<uint64_t>(seed.scalar<int64_t>()());
-    *s1 = 0;
-    return absl::OkStatus();
-  }
-  if (seed.dims() == 1 && seed.dim_size(0) == 2) {
-    auto v = seed.vec<int64_t>();
-    *s0 = static_cast<uint64_t>(v(0));
-    *s1 = static_cast<uint64_t>(v(1));
-    return absl::OkStatus();
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "seed must be an int64 scalar or an int64 pair of shape [2], got shape ",
-      seed.shape().DebugString()));
+constexpr char kSeedShapeMessage[] =
+    "seed must be an int64 scalar or an int64 pair of shape [2], got shape ";
+
+// The user's seed: an int64 scalar s (= the pair (s, 0)) or an int64 pair. Only the shape is
+// checked here: the value may live in device memory.
+inline absl::Status CheckSeedShape(const tensorflow::TensorShape& seed) {
+  OTF_REQUIRE(seed.dims() == 0 || (seed.dims() == 1 && seed.dim_size(0) == 2), kSeedShapeMessage,
+              seed.DebugString());
+  return absl::OkStatus();
 }
 
-inline absl::Status ScalarInput(const tensorflow::Tensor& t, const char* name, int64_t* value) {
-  if (!tensorflow::TensorShapeUtils::IsScalar(t.shape())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, " must be an int64 scalar, got shape ", t.shape().DebugString()));
-  }
-  *value = t.scalar<int64_t>()();
+inline absl::Status CheckScalarShape(const tensorflow::TensorShape& shape, const char* name) {
+  OTF_REQUIRE(tensorflow::TensorShapeUtils::IsScalar(shape), name,
+              " must be an int64 scalar, got shape ", shape.DebugString());
   return absl::OkStatus();
 }
 
@@ -66,9 +60,7 @@ inline absl::Status SeedShape(tensorflow::shape_inference::InferenceContext* c, 
   if (!c->RankKnown(seed) || c->Rank(seed) == 0) return absl::OkStatus();
   if (c->Rank(seed) == 1 && (!c->ValueKnown(c->Dim(seed, 0)) || c->Value(c->Dim(seed, 0)) == 2))
     return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "seed must be an int64 scalar or an int64 pair of shape [2], got shape ",
-      c->DebugString(seed)));
+  return absl::InvalidArgumentError(absl::StrCat(kSeedShapeMessage, c->DebugString(seed)));
 }
 
 inline absl::Status ScalarShape(tensorflow::shape_inference::InferenceContext* c, int input,
@@ -79,12 +71,12 @@ inline absl::Status ScalarShape(tensorflow::shape_inference::InferenceContext* c
       absl::StrCat(name, " must be an int64 scalar, got shape ", c->DebugString(shape)));
 }
 
-// A CUDA launcher's result (a cudaError_t as int) as an op error; never aborts.
-inline absl::Status GpuLaunchStatus(int err, const char* what) {
-  if (err == 0) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(what, ": CUDA error ", err, " (",
-                                          cudaGetErrorString(static_cast<cudaError_t>(err)),
-                                          ")"));
+// A failed GPU launch as an op error that names the op; never aborts.
+inline absl::Status GpuLaunchStatus(cudaError_t err, const std::string& op) {
+  if (err == cudaSuccess) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(op, ": launching its GPU kernel failed: CUDA error ",
+                                          static_cast<int>(err), " (", cudaGetErrorName(err),
+                                          ": ", cudaGetErrorString(err), ")"));
 }
 
 }  // namespace tf_onthefly

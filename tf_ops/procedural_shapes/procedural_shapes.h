@@ -17,8 +17,9 @@
 namespace tf_onthefly {
 namespace procedural_shapes {
 
-constexpr int kShapeStream = 0;  // blocks 0..2: class, size, position, colour, aspect, flip
-constexpr int kNoiseStream = 1;  // block = pixel index: one word per channel
+constexpr sdk::Stream<0> kShapeStream{};  // blocks 0..2: class, size, position, colour, aspect, flip
+constexpr sdk::Stream<1> kNoiseStream{};  // block = pixel index: one word per channel
+constexpr int kNumStreams = 2;
 constexpr int kPixelsPerItem = 8;
 enum ShapeClass : int32_t { kCircle = 0, kRectangle = 1, kTriangle = 2 };
 constexpr int kNumClasses = 3;
@@ -38,7 +39,7 @@ struct Shape {
   float color[3];
 };
 
-OTF_HD Shape DrawShape(const Params& p, const sdk::SampleRng& rng) {
+OTF_HD Shape DrawShape(const Params& p, const sdk::SampleRng<kNumStreams>& rng) {
   const Words4 a = rng.Block(kShapeStream, 0);
   const Words4 b = rng.Block(kShapeStream, 1);
   const Words4 c = rng.Block(kShapeStream, 2);
@@ -88,15 +89,15 @@ OTF_HD uint8_t FromUnit<uint8_t>(float v) {
 template <typename T>
 struct ProceduralShapesGen {
   using Params = procedural_shapes::Params;
-  static constexpr int kNumStreams = 2;
+  static constexpr int kNumStreams = procedural_shapes::kNumStreams;
 
   OTF_HD static int64_t ItemsPerRow(const Params& p) {
     return (p.width + kPixelsPerItem - 1) / kPixelsPerItem;
   }
   OTF_HD static int64_t ItemsPerSample(const Params& p) { return p.height * ItemsPerRow(p); }
 
-  OTF_HD static void Generate(const Params& p, const sdk::SampleRng& rng, int64_t item,
-                              const sdk::SampleOutputs& out) {
+  OTF_HD static void Generate(const Params& p, const sdk::SampleRng<kNumStreams>& rng,
+                              int64_t item, const sdk::SampleOutputs& out) {
     const Shape s = DrawShape(p, rng);
     const int64_t y = item / ItemsPerRow(p);
     const int64_t x0 = (item - y * ItemsPerRow(p)) * kPixelsPerItem;
@@ -106,9 +107,8 @@ struct ProceduralShapesGen {
       const bool inside = Inside(s, AddRn(static_cast<float>(x), 0.5f), py);
       const int64_t pixel = y * p.width + x;
       const Words4 n = rng.Block(kNoiseStream, static_cast<uint32_t>(pixel));
-      const uint32_t words[3] = {n.w0, n.w1, n.w2};
-      for (int64_t ch = 0; ch < p.channels; ++ch) {
-        const float v = inside ? s.color[ch] : MulRn(p.noise, UniformFloat(words[ch]));
+      for (int ch = 0; ch < p.channels; ++ch) {
+        const float v = inside ? s.color[ch] : MulRn(p.noise, UniformFloat(n[ch]));
         image[pixel * p.channels + ch] = FromUnit<T>(v);
       }
     }

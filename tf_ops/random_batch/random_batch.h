@@ -15,9 +15,9 @@
 namespace tf_onthefly {
 namespace random_batch {
 
-// Stream ids (docs/counter-contract.md): features and labels never share random words.
-constexpr int kFeatureStream = 0;
-constexpr int kLabelStream = 1;
+// Streams (docs/counter-contract.md): features and labels never share random words.
+constexpr sdk::Stream<0> kFeatureStream{};
+constexpr sdk::Stream<1> kLabelStream{};
 
 enum class Distribution : int32_t { kUniform = 0, kNormal = 1 };
 enum class LabelMode : int32_t { kBernoulli = 0, kClasses = 1 };
@@ -47,14 +47,14 @@ struct RandomBatchGen {
     return p.distribution == Distribution::kUniform && p.unit_range && (p.feature_dim & 3) == 0;
   }
 
-  OTF_HD static void Generate(const Params& p, const sdk::SampleRng& rng, int64_t block,
-                              const sdk::SampleOutputs& out) {
+  OTF_HD static void Generate(const Params& p, const sdk::SampleRng<kNumStreams>& rng,
+                              int64_t block, const sdk::SampleOutputs& out) {
     GenerateVariant<0>(p, rng, block, out);
   }
 
   template <int V>
-  OTF_HD static void GenerateVariant(const Params& p, const sdk::SampleRng& rng, int64_t block,
-                                     const sdk::SampleOutputs& out) {
+  OTF_HD static void GenerateVariant(const Params& p, const sdk::SampleRng<kNumStreams>& rng,
+                                     int64_t block, const sdk::SampleOutputs& out) {
     constexpr bool kUnitFloat4 = V == 1;  // Variant(p) == 1 settles the two tests below
     const Words4 w = rng.Block(kFeatureStream, static_cast<uint32_t>(block));
     float v[4];
@@ -90,7 +90,7 @@ struct RandomBatchGen {
 #if !defined(__CUDACC__)
   // CPU fast path for [0, 1) features, the default and the common case: the same values as
   // the items', eight Philox blocks at a time (AVX2). Other distributions run the items.
-  static bool GenerateSampleCpu(const Params& p, const sdk::SampleRng& rng,
+  static bool GenerateSampleCpu(const Params& p, const sdk::SampleRng<kNumStreams>& rng,
                                 const sdk::SampleOutputs& out) {
     if (p.distribution != Distribution::kUniform || !p.unit_range) return false;
     const int64_t full_blocks = p.feature_dim / 4;
@@ -101,7 +101,7 @@ struct RandomBatchGen {
   }
 #endif
 
-  OTF_HD static TLabel Label(const Params& p, const sdk::SampleRng& rng) {
+  OTF_HD static TLabel Label(const Params& p, const sdk::SampleRng<kNumStreams>& rng) {
     const Words4 w = rng.Block(kLabelStream, 0);
     if (p.label_mode == LabelMode::kBernoulli) {
       return static_cast<TLabel>(UniformFloat(w.w0) < p.p ? 1 : 0);

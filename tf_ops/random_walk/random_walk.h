@@ -17,21 +17,21 @@ struct Params {
 struct RandomWalkGen {
   using Params = random_walk::Params;
   static constexpr int kNumStreams = 1;
+  static constexpr sdk::Stream<0> kStepStream{};
 
   // One thread writes a whole walk: each position depends on the one before.
   OTF_HD static int64_t ItemsPerSample(const Params&) { return 1; }
 
-  OTF_HD static void Generate(const Params& p, const sdk::SampleRng& rng, int64_t,
+  OTF_HD static void Generate(const Params& p, const sdk::SampleRng<kNumStreams>& rng, int64_t,
                               const sdk::SampleOutputs& out) {
     int32_t* walk = out.get<int32_t>(0);
     int32_t position = 0;
     Words4 bits{};
     for (int64_t t = 0; t < p.length; ++t) {
       // One random bit per step: a Philox block (128 bits) serves 128 steps.
-      if (t % 128 == 0) bits = rng.Block(0, static_cast<uint32_t>(t / 128));
-      const int64_t b = t % 128;
-      const uint32_t word = b < 32 ? bits.w0 : b < 64 ? bits.w1 : b < 96 ? bits.w2 : bits.w3;
-      position += ((word >> (b % 32)) & 1u) ? 1 : -1;
+      if (t % 128 == 0) bits = rng.Block(kStepStream, static_cast<uint32_t>(t / 128));
+      const int b = static_cast<int>(t % 128);
+      position += ((bits[b / 32] >> (b % 32)) & 1u) ? 1 : -1;
       walk[t] = position;
     }
     *out.get<int32_t>(1) = position > 0 ? 1 : 0;

@@ -1,22 +1,24 @@
-// The generator SDK, TensorFlow side: op registration with shape function, and the CPU and
-// GPU OpKernels, for any generator struct (generator.h) plus a small Config:
+// The generator SDK, TensorFlow side: op registration with its shape function, and the CPU,
+// GPU (and XLA, generator_xla.h) kernels of any generator struct (generator.h), from a small
+// Config that reads the op's attributes:
 //
 //   struct MyGenConfig {
-//     using Gen = MyGen;
+//     using Params = MyGen::Params;
 //     // Reads and validates the generator's own attributes (Ctx: InferenceContext or
-//     // OpKernelConstruction, so the shape function and the kernel run the same checks)
-//     // and names each output with its per-sample shape.
+//     // OpKernelConstruction, so the shape function and every kernel run the same checks)
+//     // and names each output with its per-sample shape, in the op's output order.
 //     template <typename Ctx>
 //     static absl::Status Configure(Ctx* c, MyGen::Params* p, sdk::SampleShapes* shapes);
 //   };
 //
 //   OTF_REGISTER_GENERATOR_OP("OnTheFly>MyGen", MyGenConfig)
-//       .Output("x: float").Attr("dim: int");            // the generator's own part
-//   OTF_REGISTER_GENERATOR_KERNELS("OnTheFly>MyGen", MyGenConfig);
+//       .Output("x: float").Attr("dim: int").Doc(...);   // the generator's own part
+//   OTF_REGISTER_GENERATOR_KERNELS(MyGenConfig, MyGen)("OnTheFly>MyGen");
 //
 // Every generator op gets the common inputs seed (int64 [] or [2]), step (int64 []),
 // first_sample (int64 []) and attributes batch_size (global batch) and num_samples
-// (-1: whole batch); output i has shape [num_samples] + its per-sample shape.
+// (-1: whole batch); output i has shape [num_samples] + its per-sample shape, and its
+// dtype (hence its element size) comes from the op definition, never from the Config.
 #ifndef TF_ONTHEFLY_SDK_GENERATOR_OP_H_
 #define TF_ONTHEFLY_SDK_GENERATOR_OP_H_
 
@@ -27,43 +29,34 @@
 #define EIGEN_USE_GPU
 #endif
 
+#include <initializer_list>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "tensorflow/core/framework/kernel_def_builder.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/shape_inference.h"
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/framework/types.h"
 #include "tensorflow/core/util/work_sharder.h"
+#include "tf_ops/common/float_env.h"
 #include "tf_ops/common/tf_glue.h"
 #include "tf_ops/sdk/generator.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
-// Returns InvalidArgument(StrCat(message...)) from the enclosing function unless `cond`.
-#define OTF_REQUIRE(cond, ...)                                                   \
-  do {                                                                           \
-    if (!(cond)) return absl::InvalidArgumentError(absl::StrCat(__VA_ARGS__));   \
-  } while (0)
-
 namespace tf_onthefly {
 namespace sdk {
 
-// Each output's name, per-sample shape and element size, in the op's output order.
+// Each output's name and per-sample shape, in the op's output order.
 struct SampleShapes {
   std::vector<std::string> names;
   std::vector<std::vector<int64_t>> dims;
-  std::vector<int64_t> elem_bytes;
-  void Add(std::string name, std::vector<int64_t> sample_dims, int64_t bytes_per_element) {
+  void Add(std::string name, std::vector<int64_t> sample_dims) {
     names.push_back(std::move(name));
     dims.push_back(std::move(sample_dims));
-    elem_bytes.push_back(bytes_per_element);
-  }
-  int64_t Elements(int i) const {
-    int64_t n = 1;
-    for (int64_t d : dims[i]) n *= d;
-    return n;
   }
 };
 
@@ -82,11 +75,32 @@ struct BatchAttrs {
                 batch_size, "], got ", num_samples);
     return absl::OkStatus();
   }
+
+  absl::Status CheckFirstSample(int64_t first_sample) const {
+    OTF_REQUIRE(first_sample >= 0 && first_sample <= batch_size - rows(),
+                "first_sample must be in [0, batch_size - num_samples] = [0, ",
+                batch_size - rows(), "], got ", first_sample);
+    return absl::OkStatus();
+  }
 };
 
+// Every attribute check of a generator: the batch attributes and Config::Configure, in IEEE
+// arithmetic (float_env.h), so that a check judges a float the same way in a shape function,
+// a kernel and an XLA kernel.
+template <typename Config, typename Ctx, typename Params>
+absl::Status Configure(Ctx* c, BatchAttrs* batch, Params* params, SampleShapes* shapes) {
+  ScopedIeeeSubnormals ieee;
+  TF_RETURN_IF_ERROR(batch->Parse(c));
+  return Config::Configure(c, params, shapes);
+}
+
 // Every output of `rows` samples within the cap (docs/ops.md), checked without overflow
-// before anything is allocated; per-sample dims must be >= 1 (Configure checks its attrs).
-inline absl::Status CheckOutputs(const SampleShapes& s, int64_t rows) {
+// before anything is allocated, with element sizes from the op's output dtypes.
+inline absl::Status CheckOutputs(const SampleShapes& s, const std::vector<tensorflow::DataType>& types,
+                                 int64_t rows) {
+  OTF_REQUIRE(s.dims.size() == types.size() && types.size() <= kMaxOutputs,
+              "generator Config names ", s.dims.size(), " outputs, the op has ", types.size(),
+              " (at most ", kMaxOutputs, ")");
   for (size_t i = 0; i < s.dims.size(); ++i) {
     int64_t n = 1;
     for (int64_t d : s.dims[i]) {
@@ -95,19 +109,39 @@ inline absl::Status CheckOutputs(const SampleShapes& s, int64_t rows) {
                   kMaxOutputBytes, " bytes per sample");
       n *= d;
     }
-    TF_RETURN_IF_ERROR(CheckOutputSize(s.names[i].c_str(), rows, n, s.elem_bytes[i]));
+    TF_RETURN_IF_ERROR(
+        CheckOutputSize(s.names[i], rows, n, tensorflow::DataTypeSize(types[i])));
   }
   return absl::OkStatus();
 }
 
+// The dtypes of op `op`'s outputs for the node being inferred: fixed in the op definition,
+// or the value of the type attribute that names them.
+inline absl::Status OutputTypes(tensorflow::shape_inference::InferenceContext* c, const char* op,
+                                std::vector<tensorflow::DataType>* types) {
+  const tensorflow::OpDef* def = nullptr;
+  TF_RETURN_IF_ERROR(tensorflow::OpRegistry::Global()->LookUpOpDef(op, &def));
+  for (const auto& arg : def->output_arg()) {
+    tensorflow::DataType type = arg.type();
+    if (type == tensorflow::DT_INVALID) TF_RETURN_IF_ERROR(c->GetAttr(arg.type_attr(), &type));
+    types->push_back(type);
+  }
+  return absl::OkStatus();
+}
+
+inline std::vector<tensorflow::DataType> OutputTypes(tensorflow::OpKernelConstruction* c) {
+  return std::vector<tensorflow::DataType>(c->output_types().begin(), c->output_types().end());
+}
+
 template <typename Config>
-absl::Status GeneratorShapeFn(tensorflow::shape_inference::InferenceContext* c) {
+absl::Status GeneratorShapeFn(tensorflow::shape_inference::InferenceContext* c, const char* op) {
   BatchAttrs batch;
-  TF_RETURN_IF_ERROR(batch.Parse(c));
-  typename Config::Gen::Params params{};
+  typename Config::Params params{};
   SampleShapes shapes;
-  TF_RETURN_IF_ERROR(Config::Configure(c, &params, &shapes));
-  TF_RETURN_IF_ERROR(CheckOutputs(shapes, batch.rows()));
+  TF_RETURN_IF_ERROR(Configure<Config>(c, &batch, &params, &shapes));
+  std::vector<tensorflow::DataType> types;
+  TF_RETURN_IF_ERROR(OutputTypes(c, op, &types));
+  TF_RETURN_IF_ERROR(CheckOutputs(shapes, types, batch.rows()));
   TF_RETURN_IF_ERROR(SeedShape(c, 0));
   TF_RETURN_IF_ERROR(ScalarShape(c, 1, "step"));
   TF_RETURN_IF_ERROR(ScalarShape(c, 2, "first_sample"));
@@ -122,70 +156,23 @@ absl::Status GeneratorShapeFn(tensorflow::shape_inference::InferenceContext* c) 
 using CPUDevice = Eigen::ThreadPoolDevice;
 using GPUDevice = Eigen::GpuDevice;
 
-template <typename Device, typename Gen>
-struct FillGenerator;
-
-// Whether Gen has the optional CPU whole-sample path (generator.h).
-template <typename Gen, typename = void>
-struct HasSampleCpu : std::false_type {};
-template <typename Gen>
-struct HasSampleCpu<Gen, std::void_t<decltype(Gen::GenerateSampleCpu(
-                             std::declval<const typename Gen::Params&>(),
-                             std::declval<const SampleRng&>(), std::declval<const SampleOutputs&>()))>>
-    : std::true_type {};
-
-template <typename Gen>
-struct FillGenerator<CPUDevice, Gen> {
-  absl::Status operator()(tensorflow::OpKernelContext* ctx, const typename Gen::Params& p,
-                          const CallGeometry& g, int64_t cost_per_sample) const {
-    const int64_t items = Gen::ItemsPerSample(p);
-    auto work = [&](int64_t begin, int64_t end) {
-      for (int64_t row = begin; row < end; ++row) {
-        if constexpr (HasSampleCpu<Gen>::value) {
-          if (Gen::GenerateSampleCpu(p, SampleRng(g.keys, static_cast<uint64_t>(g.first_sample + row)),
-                                     SampleOutputs(g, row)))
-            continue;
-        }
-        for (int64_t item = 0; item < items; ++item) RunItem<Gen>(p, g, row, item);
-      }
-    };
-    auto* workers = ctx->device()->tensorflow_cpu_worker_threads();
-    tensorflow::Shard(workers->num_threads, workers->workers, g.num_samples, cost_per_sample,
-                      work);
-    return absl::OkStatus();
-  }
-};
-
-template <typename Gen>
-struct FillGenerator<GPUDevice, Gen> {
-  absl::Status operator()(tensorflow::OpKernelContext* ctx, const typename Gen::Params& p,
-                          const CallGeometry& g, int64_t) const {
-    return GpuLaunchStatus(LaunchGenerator<Gen>(p, g, ctx->eigen_device<GPUDevice>().stream()),
-                           "generator kernel launch");
-  }
-};
-
-template <typename Device, typename Config>
+// The op kernel of generator Gen on Device, for an op whose attributes Config reads.
+template <typename Device, typename Config, typename Gen>
 class GeneratorOp : public tensorflow::OpKernel {
- public:
-  using Gen = typename Config::Gen;
-  static_assert(Gen::kNumStreams >= 1 && Gen::kNumStreams <= kMaxStreams,
-                "a generator draws from 1..kMaxStreams streams");
+  static_assert(std::is_same_v<typename Config::Params, typename Gen::Params>,
+                "the Config and the generator must share one Params struct");
 
+ public:
   explicit GeneratorOp(tensorflow::OpKernelConstruction* ctx) : OpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, batch_.Parse(ctx));
-    OP_REQUIRES_OK(ctx, Config::Configure(ctx, &params_, &shapes_));
-    OP_REQUIRES(ctx, ctx->num_outputs() <= kMaxOutputs && shapes_.dims.size() == ctx->num_outputs(),
-                absl::InternalError("generator Config names a different number of outputs than the op"));
-    for (int i = 0; i < ctx->num_outputs(); ++i) {
-      OP_REQUIRES(ctx, shapes_.elem_bytes[i] == tensorflow::DataTypeSize(ctx->output_type(i)),
-                  absl::InternalError(absl::StrCat("generator Config gives ", shapes_.names[i],
-                                                   " the wrong element size")));
-    }
-    OP_REQUIRES_OK(ctx, CheckOutputs(shapes_, batch_.rows()));
+    SampleShapes shapes;
+    OP_REQUIRES_OK(ctx, Configure<Config>(ctx, &batch_, &params_, &shapes));
+    OP_REQUIRES_OK(ctx, CheckOutputs(shapes, OutputTypes(ctx), batch_.rows()));
     int64_t bytes_per_sample = 0;
     for (int i = 0; i < ctx->num_outputs(); ++i) {
-      sample_bytes_[i] = shapes_.Elements(i) * shapes_.elem_bytes[i];
+      shapes_.emplace_back(tensorflow::TensorShape({batch_.rows()}));
+      for (int64_t d : shapes.dims[i]) shapes_[i].AddDim(d);
+      sample_bytes_[i] = tensorflow::DataTypeSize(ctx->output_type(i)) *
+                         (batch_.rows() > 0 ? shapes_[i].num_elements() / batch_.rows() : 0);
       bytes_per_sample += sample_bytes_[i];
     }
     // Work-sharder cost: roughly a Philox block (~100 ops) per 4 output elements.
@@ -193,82 +180,109 @@ class GeneratorOp : public tensorflow::OpKernel {
   }
 
   void Compute(tensorflow::OpKernelContext* ctx) override {
-    uint64_t seed0 = 0, seed1 = 0;
-    OP_REQUIRES_OK(ctx, ParseSeed(ctx->input(0), &seed0, &seed1));
-    int64_t step = 0, first_sample = 0;
-    OP_REQUIRES_OK(ctx, ScalarInput(ctx->input(1), "step", &step));
-    OP_REQUIRES_OK(ctx, ScalarInput(ctx->input(2), "first_sample", &first_sample));
-    const int64_t rows = batch_.rows();
-    OP_REQUIRES(ctx, first_sample >= 0 && first_sample <= batch_.batch_size - rows,
-                absl::InvalidArgumentError(absl::StrCat(
-                    "first_sample must be in [0, batch_size - num_samples] = [0, ",
-                    batch_.batch_size - rows, "], got ", first_sample)));
+    const tensorflow::Tensor& seed = ctx->input(0);
+    const tensorflow::Tensor& step = ctx->input(1);
+    const tensorflow::Tensor& first = ctx->input(2);
+    OP_REQUIRES_OK(ctx, CheckSeedShape(seed.shape()));
+    OP_REQUIRES_OK(ctx, CheckScalarShape(step.shape(), "step"));
+    OP_REQUIRES_OK(ctx, CheckScalarShape(first.shape(), "first_sample"));
+    // first_sample is in host memory on every device: its range check must be exact, and an
+    // error, which a value read only on the GPU could not be.
+    const int64_t first_sample = first.scalar<int64_t>()();
+    OP_REQUIRES_OK(ctx, batch_.CheckFirstSample(first_sample));
 
     CallGeometry g{};
-    g.num_samples = rows;
+    g.num_samples = batch_.rows();
     g.first_sample = first_sample;
-    g.num_outputs = ctx->num_outputs();
-    for (int i = 0; i < g.num_outputs; ++i) {
-      tensorflow::TensorShape shape({rows});
-      for (int64_t d : shapes_.dims[i]) shape.AddDim(d);
+    for (int i = 0; i < ctx->num_outputs(); ++i) {
       tensorflow::Tensor* out = nullptr;
-      OP_REQUIRES_OK(ctx, ctx->allocate_output(i, shape, &out));
+      OP_REQUIRES_OK(ctx, ctx->allocate_output(i, shapes_[i], &out));
       g.base[i] = out->data();
       g.sample_bytes[i] = sample_bytes_[i];
     }
-    if (rows == 0) return;  // empty shard: nothing to launch
-    for (int s = 0; s < Gen::kNumStreams; ++s)
-      g.keys[s] = DeriveKey(seed0, seed1, static_cast<uint32_t>(s), static_cast<uint64_t>(step));
-    OP_REQUIRES_OK(ctx, FillGenerator<Device, Gen>()(ctx, params_, g, cost_per_sample_));
+    if (g.num_samples == 0) return;  // an empty shard: nothing to write
+    // On the CPU these point to host memory; on the GPU (no HostMemory("seed"/"step") in the
+    // kernel registration) to device memory, read only by the kernel.
+    const SeedAndStep in{seed.flat<int64_t>().data(), seed.NumElements(),
+                         step.flat<int64_t>().data()};
+    if constexpr (std::is_same_v<Device, CPUDevice>) {
+      PhiloxKey keys[Gen::kNumStreams];
+      for (int s = 0; s < Gen::kNumStreams; ++s) keys[s] = StreamKey(in, s);
+      auto work = [&](int64_t begin, int64_t end) {
+        ScopedIeeeSubnormals ieee;
+        FillRowsCpu<Gen>(params_, g, keys, begin, end);
+      };
+      auto* workers = ctx->device()->tensorflow_cpu_worker_threads();
+      tensorflow::Shard(workers->num_threads, workers->workers, g.num_samples, cost_per_sample_,
+                        work);
+    } else {
+      OP_REQUIRES_OK(ctx, GpuLaunchStatus(LaunchGenerator<Gen>(params_, g, in,
+                                                               ctx->eigen_device<GPUDevice>().stream()),
+                                          type_string()));
+    }
   }
 
  private:
   BatchAttrs batch_;
   typename Gen::Params params_{};
-  SampleShapes shapes_;
+  std::vector<tensorflow::TensorShape> shapes_;
   int64_t sample_bytes_[kMaxOutputs] = {};
   int64_t cost_per_sample_ = 0;
 };
+
+// A type attribute's value that selects a generator struct, e.g. {"label_dtype", DT_INT32}.
+struct TypeConstraint {
+  const char* attr;
+  tensorflow::DataType type;
+};
+
+template <typename Device, typename Config, typename Gen>
+tensorflow::OpKernel* CreateGeneratorOp(tensorflow::OpKernelConstruction* ctx) {
+  return new GeneratorOp<Device, Config, Gen>(ctx);
+}
+
+// Registers the CPU and GPU kernels of op `op` that run generator Gen, for the node whose
+// type attributes have the values in `types` (none: every node). The GPU kernel reads seed
+// and step in device memory; only first_sample stays in host memory (see Compute).
+template <typename Config, typename Gen>
+bool RegisterGeneratorKernels(const char* op, std::initializer_list<TypeConstraint> types = {}) {
+  for (const char* device : {tensorflow::DEVICE_CPU, tensorflow::DEVICE_GPU}) {
+    tensorflow::KernelDefBuilder builder(op);
+    builder.Device(device);
+    for (const TypeConstraint& t : types) builder.TypeConstraint(t.attr, t.type);
+    const bool gpu = device == tensorflow::DEVICE_GPU;
+    if (gpu) builder.HostMemory("first_sample");
+    new tensorflow::kernel_factory::OpKernelRegistrar(
+        builder.Build(), "GeneratorOp",
+        gpu ? &CreateGeneratorOp<GPUDevice, Config, Gen> : &CreateGeneratorOp<CPUDevice, Config, Gen>);
+  }
+  return true;
+}
 
 }  // namespace sdk
 }  // namespace tf_onthefly
 
 // REGISTER_OP with the SDK's common inputs, attributes and shape function; chain the
-// generator's own .Output(...) and .Attr(...) after it.
-#define OTF_REGISTER_GENERATOR_OP(name, Config)                              \
-  REGISTER_OP(name)                                                          \
-      .Input("seed: int64")                                                  \
-      .Input("step: int64")                                                  \
-      .Input("first_sample: int64")                                          \
-      .Attr("batch_size: int")                                               \
-      .Attr("num_samples: int = -1")                                         \
-      .SetShapeFn(::tf_onthefly::sdk::GeneratorShapeFn<Config>)
+// generator's own .Output(...), .Attr(...) and .Doc(...) after it.
+#define OTF_REGISTER_GENERATOR_OP(name, Config)                            \
+  REGISTER_OP(name)                                                        \
+      .Input("seed: int64")                                                \
+      .Input("step: int64")                                                \
+      .Input("first_sample: int64")                                        \
+      .Attr("batch_size: int")                                             \
+      .Attr("num_samples: int = -1")                                       \
+      .SetShapeFn([](::tensorflow::shape_inference::InferenceContext* c) { \
+        return ::tf_onthefly::sdk::GeneratorShapeFn<Config>(c, name);      \
+      })
 
-// Kernel builders: on the GPU, seed, step and first_sample stay in host memory (the
-// kernel reads them on the host to derive keys and the launch geometry).
-#define OTF_GENERATOR_CPU_BUILDER(name) Name(name).Device(::tensorflow::DEVICE_CPU)
-#define OTF_GENERATOR_GPU_BUILDER(name) \
-  Name(name).Device(::tensorflow::DEVICE_GPU).HostMemory("seed").HostMemory("step").HostMemory("first_sample")
-
-// CPU and GPU kernels of a generator op.
-#define OTF_REGISTER_GENERATOR_KERNELS(name, ...)                                              \
-  REGISTER_KERNEL_BUILDER(OTF_GENERATOR_CPU_BUILDER(name),                                     \
-                          ::tf_onthefly::sdk::GeneratorOp<::tf_onthefly::sdk::CPUDevice, __VA_ARGS__>); \
-  REGISTER_KERNEL_BUILDER(OTF_GENERATOR_GPU_BUILDER(name),                                     \
-                          ::tf_onthefly::sdk::GeneratorOp<::tf_onthefly::sdk::GPUDevice, __VA_ARGS__>)
-
-// The same for one value T of a type attribute (e.g. an output's dtype).
-#define OTF_REGISTER_GENERATOR_KERNELS_TYPED(name, type_attr, T, ...)                          \
-  REGISTER_KERNEL_BUILDER(OTF_GENERATOR_CPU_BUILDER(name).TypeConstraint<T>(type_attr),        \
-                          ::tf_onthefly::sdk::GeneratorOp<::tf_onthefly::sdk::CPUDevice, __VA_ARGS__>); \
-  REGISTER_KERNEL_BUILDER(OTF_GENERATOR_GPU_BUILDER(name).TypeConstraint<T>(type_attr),        \
-                          ::tf_onthefly::sdk::GeneratorOp<::tf_onthefly::sdk::GPUDevice, __VA_ARGS__>)
-
-// Kernels for every label type a "{float, int32, int64}" attribute allows, with
-// ConfigTemplate<T> the Config for label type T.
-#define OTF_REGISTER_GENERATOR_KERNELS_FOR_LABEL_TYPES(name, type_attr, ConfigTemplate)        \
-  OTF_REGISTER_GENERATOR_KERNELS_TYPED(name, type_attr, float, ConfigTemplate<float>);         \
-  OTF_REGISTER_GENERATOR_KERNELS_TYPED(name, type_attr, int32_t, ConfigTemplate<int32_t>);     \
-  OTF_REGISTER_GENERATOR_KERNELS_TYPED(name, type_attr, int64_t, ConfigTemplate<int64_t>)
+// The kernels of an op that run generator Gen, with its Config:
+//   OTF_REGISTER_GENERATOR_KERNELS(MyConfig, MyGen)("OnTheFly>MyGen");
+//   OTF_REGISTER_GENERATOR_KERNELS(MyConfig, MyGen<float>)("OnTheFly>MyGen",
+//                                                          {{"dtype", tensorflow::DT_FLOAT}});
+#define OTF_REGISTER_GENERATOR_KERNELS(...) OTF_REGISTER_GENERATOR_KERNELS_(__COUNTER__, __VA_ARGS__)
+#define OTF_REGISTER_GENERATOR_KERNELS_(n, ...) OTF_REGISTER_GENERATOR_KERNELS__(n, __VA_ARGS__)
+#define OTF_REGISTER_GENERATOR_KERNELS__(n, ...)                 \
+  [[maybe_unused]] static const bool otf_generator_kernels_##n = \
+      ::tf_onthefly::sdk::RegisterGeneratorKernels<__VA_ARGS__>
 
 #endif  // TF_ONTHEFLY_SDK_GENERATOR_OP_H_

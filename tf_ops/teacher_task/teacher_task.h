@@ -17,11 +17,11 @@
 namespace tf_onthefly {
 namespace teacher_task {
 
-constexpr int kFeatureStream = 0;  // per sample: features
-constexpr int kLabelStream = 1;    // per sample: label noise
+constexpr sdk::Stream<0> kFeatureStream{};  // per sample: features
+constexpr sdk::Stream<1> kLabelStream{};    // per sample: label noise
 // Teacher weights: keyed by (task_seed, stream, step 0), never by the data seed.
 constexpr uint32_t kW1Stream = 100, kB1Stream = 101, kW2Stream = 102;
-constexpr int kMaxOutputs = 64;  // classes (keeps the logits in registers/L1)
+constexpr int kMaxClasses = 64;  // keeps the logits in registers/L1
 
 struct Params {
   int64_t feature_dim, hidden, outputs;  // outputs: classes, or 1 for regression
@@ -36,17 +36,12 @@ OTF_HD float Symmetric(uint32_t w, float scale) {
   return AddRn(MulRn(2.0f * scale, UniformFloat(w)), -scale);
 }
 
-OTF_HD uint32_t Pick(const Words4& w, int i) {
-  return i == 0 ? w.w0 : i == 1 ? w.w1 : i == 2 ? w.w2 : w.w3;
-}
-
 // sum_j W[row, j] * x[j], W[row, j] = Symmetric(word j of (key, "sample" row)), in order.
 OTF_HD float Dot(PhiloxKey key, int64_t row, float scale, const float* x, int64_t n) {
   float acc = 0.0f;
   for (int64_t j0 = 0; j0 < n; j0 += 4) {
     const Words4 w = SampleBlock(key, static_cast<uint64_t>(row), static_cast<uint32_t>(j0 / 4));
-    const uint32_t ws[4] = {w.w0, w.w1, w.w2, w.w3};
-    for (int k = 0; k < 4 && j0 + k < n; ++k) acc = AddRn(acc, MulRn(Symmetric(ws[k], scale), x[j0 + k]));
+    for (int k = 0; k < 4 && j0 + k < n; ++k) acc = AddRn(acc, MulRn(Symmetric(w[k], scale), x[j0 + k]));
   }
   return acc;
 }
@@ -58,7 +53,7 @@ struct TeacherTaskGen {
 
   OTF_HD static int64_t ItemsPerSample(const Params&) { return 1; }
 
-  OTF_HD static void Generate(const Params& p, const sdk::SampleRng& rng, int64_t,
+  OTF_HD static void Generate(const Params& p, const sdk::SampleRng<kNumStreams>& rng, int64_t,
                               const sdk::SampleOutputs& out) {
     float* x = out.get<float>(0);
     for (int64_t j = 0; j < p.feature_dim; j += 4) {
@@ -74,7 +69,7 @@ struct TeacherTaskGen {
       for (int k = 0; k < 4 && j + k < p.feature_dim; ++k) x[j + k] = v[k];
     }
 
-    float logits[kMaxOutputs];
+    float logits[kMaxClasses];
     for (int c = 0; c < p.outputs; ++c) logits[c] = 0.0f;
     for (int64_t h = 0; h < p.hidden; ++h) {
       const float bias = Symmetric(SampleBlock(p.b1, static_cast<uint64_t>(h), 0).w0, 0.5f);
@@ -84,7 +79,7 @@ struct TeacherTaskGen {
       for (int c = 0; c < p.outputs; c += 4) {
         const Words4 w = SampleBlock(p.w2, static_cast<uint64_t>(h), static_cast<uint32_t>(c / 4));
         for (int k = 0; k < 4 && c + k < p.outputs; ++k)
-          logits[c + k] = AddRn(logits[c + k], MulRn(Symmetric(Pick(w, k), p.w2_scale), a));
+          logits[c + k] = AddRn(logits[c + k], MulRn(Symmetric(w[k], p.w2_scale), a));
       }
     }
 

@@ -6,15 +6,15 @@ namespace tf_onthefly {
 namespace random_walk {
 
 struct RandomWalkConfig {
-  using Gen = RandomWalkGen;
+  using Params = random_walk::Params;
 
   template <typename Ctx>
   static absl::Status Configure(Ctx* c, Params* p, sdk::SampleShapes* shapes) {
     TF_RETURN_IF_ERROR(c->GetAttr("length", &p->length));
     OTF_REQUIRE(p->length >= 1 && p->length <= (1 << 20),
                 "length must be in [1, 1048576], got ", p->length);
-    shapes->Add("walks", {p->length}, sizeof(int32_t));
-    shapes->Add("labels", {1}, sizeof(int32_t));
+    shapes->Add("walks", {p->length});
+    shapes->Add("labels", {1});
     return absl::OkStatus();
   }
 };
@@ -24,7 +24,7 @@ OTF_REGISTER_GENERATOR_OP("OnTheFly>RandomWalk", RandomWalkConfig)
     .Output("labels: int32")
     .Attr("length: int");
 
-OTF_REGISTER_GENERATOR_KERNELS("OnTheFly>RandomWalk", RandomWalkConfig);
+OTF_REGISTER_GENERATOR_KERNELS(RandomWalkConfig, RandomWalkGen)("OnTheFly>RandomWalk");
 
 }  // namespace random_walk
 }  // namespace tf_onthefly
