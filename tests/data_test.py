@@ -22,9 +22,9 @@ def make_model():
                                 tf.keras.layers.Dense(4)])
 
 
-def compile_(model):
+def compile_(model, **kwargs):
     model.compile(optimizer=tf.keras.optimizers.Adam(3e-3),
-                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True), **kwargs)
     return model
 
 
@@ -83,8 +83,8 @@ class ResumeTest(device_util.DeviceTestCase):
         super().setUp()
         tf.config.experimental.enable_op_determinism()
 
-    def _fit(self, model, epochs, callbacks=(), initial_epoch=0):
-        return model.fit(data.device_dataset(), epochs=epochs, steps_per_epoch=10, verbose=0,
+    def _fit(self, model, epochs, callbacks=(), initial_epoch=0, steps=10):
+        return model.fit(data.device_dataset(), epochs=epochs, steps_per_epoch=steps, verbose=0,
                          callbacks=list(callbacks), initial_epoch=initial_epoch)
 
     def test_checkpoint_resume_is_exact(self):
@@ -126,6 +126,63 @@ class ResumeTest(device_util.DeviceTestCase):
         self.assertEqual(int(model.data_step.numpy()), 40)
         for a, b in zip(full.get_weights(), model.get_weights()):
             self.assertAllEqual(a, b)
+
+    def test_steps_per_execution_trains_the_same_steps(self):
+        """N steps per call (Keras steps_per_execution, and its unrolled loop) generate and
+        train on exactly the batches of N calls of one step: the same weights, bit for bit."""
+        weights = {}
+        for spe, unrolled in [(1, 1), (4, 1), (4, 2)]:
+            model = compile_(data.GeneratorModel(make_model(), teacher), steps_per_execution=spe)
+            model.unrolled_steps_per_execution = unrolled
+            self._fit(model, 3, steps=12)
+            self.assertEqual(int(model.data_step.numpy()), 36)
+            weights[spe, unrolled] = model.get_weights()
+        for key in [(4, 1), (4, 2)]:
+            for a, b in zip(weights[1, 1], weights[key]):
+                self.assertAllEqual(a, b, msg=str(key))
+
+    def test_steps_per_execution_resume_is_exact(self):
+        """An interrupted run with steps_per_execution=4 resumes (BackupAndRestore) at the data
+        position and weights of an uninterrupted one."""
+        full = compile_(data.GeneratorModel(make_model(), teacher), steps_per_execution=4)
+        self._fit(full, 4, steps=12)
+
+        class Interrupt(tf.keras.callbacks.Callback):
+            def on_epoch_end(self, epoch, logs=None):
+                if epoch == 1:
+                    raise RuntimeError("simulated preemption")
+
+        backup = tf.keras.callbacks.BackupAndRestore(tempfile.mkdtemp())
+        model = compile_(data.GeneratorModel(make_model(), teacher), steps_per_execution=4)
+        with self.assertRaisesRegex(RuntimeError, "simulated preemption"):
+            self._fit(model, 4, callbacks=[backup, Interrupt()], steps=12)
+        self.assertEqual(int(model.data_step.numpy()), 24)
+        model = compile_(data.GeneratorModel(make_model(), teacher), steps_per_execution=4)
+        self._fit(model, 4, callbacks=[backup], steps=12)
+        self.assertEqual(int(model.data_step.numpy()), 48)
+        for a, b in zip(full.get_weights(), model.get_weights()):
+            self.assertAllEqual(a, b)
+
+    def test_run_steps_is_n_next_batches(self):
+        """DataPosition.run_steps(fn, n) in one tf.function call = n calls of one step."""
+        looped, stepped = data.DataPosition(teacher), data.DataPosition(teacher)
+
+        @tf.function
+        def many(n):
+            return looped.run_steps(lambda batch: tf.reduce_sum(batch[0]), n)
+
+        @tf.function
+        def one():
+            return tf.reduce_sum(stepped.next_batch()[0])
+
+        last = many(tf.constant(5))
+        for _ in range(5):
+            expected = one()
+        self.assertEqual(int(looped.step.numpy()), 5)
+        self.assertEqual(int(stepped.step.numpy()), 5)
+        self.assertAllEqual(last, expected)
+        many(1)
+        self.assertEqual(int(looped.step.numpy()), 6)
 
     def test_host_iterator_checkpoint_resume(self):
         it = iter(data.host_dataset(teacher))

@@ -88,6 +88,34 @@ class GeneratorContract:
 
         self.assertRefuses(call, cases, graph=False)
 
+    def test_contract_tensor_inputs(self):
+        """seed, step and first_sample as tensors made by ops or read from variables (as a
+        step kept on the GPU is) give the batch their values give."""
+        n = self.batch_size
+        expected = self.generate(n, [3, 4], 9, first_sample=2, num_samples=n - 2)
+        seed = tf.Variable([3, 4], dtype=tf.int64)
+        step = tf.Variable(4, dtype=tf.int64)
+
+        @tf.function
+        def traced():
+            return self.generate(n, seed.read_value(), step + 5, first_sample=tf.constant(1, tf.int64) * 2,
+                                 num_samples=n - 2)
+
+        self.assertBitsEqual(traced(), expected)
+        self.assertBitsEqual(self.generate(n, seed, step * 2 + 1, first_sample=2, num_samples=n - 2), expected)
+
+    def test_contract_gpu_kernels_read_seed_and_step_on_device(self):
+        """The GPU kernels take seed and step in device memory (no copy to the host, no wait
+        for the GPU before the op runs); only first_sample is read on the host."""
+        from tensorflow.python.framework import kernels
+
+        graph = tf.function(lambda: self.generate(self.batch_size, 1, 2)).get_concrete_function().graph
+        (op_type,) = {op.type for op in graph.get_operations() if op.type.startswith("OnTheFly>")}
+        gpu = [k for k in kernels.get_registered_kernels_for_op(op_type).kernel if k.device_type == "GPU"]
+        self.assertNotEmpty(gpu)
+        for k in gpu:
+            self.assertEqual(list(k.host_memory_arg), ["first_sample"])
+
     @device_util.DeviceTestCase.require_gpu
     def test_contract_cpu_equals_gpu(self):
         n = self.gpu_batch_size if hasattr(self, "gpu_batch_size") else 4096

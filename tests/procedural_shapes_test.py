@@ -69,7 +69,11 @@ class ProceduralShapesTest(device_util.DeviceTestCase, generator_contract.Genera
                  (dict(min_size=0.0), "need 0 < min_size <= max_size <= 1"),
                  (dict(min_size=0.8, max_size=0.5), "got min_size=0.8, max_size=0.5"),
                  (dict(noise=2.0), "noise must be in [0, 1], got 2"),
-                 (dict(height=8192, width=8192, batch_size=400), "images of shape [400, 201326592] (1 bytes per element) exceeds the per-output cap")]
+                 (dict(height=8192, width=8192, batch_size=400), "images of shape [400, 201326592] (1 bytes per element) exceeds the per-output cap"),
+                 # 60 GB as uint8 (under the cap), 241 GB as float32: the shape function sizes
+                 # elements by the requested dtype.
+                 (dict(height=8192, width=8192, batch_size=300, dtype=tf.float32),
+                  "images of shape [300, 201326592] (4 bytes per element) exceeds the per-output cap")]
         def call(batch_size=4, height=16, width=16, **kw):
             return procedural_shapes(batch_size, height, width, seed=1, step=0, **kw)
 

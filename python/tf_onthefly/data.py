@@ -202,6 +202,12 @@ class DataPosition(tf.Module):
         def train_step():
             x, y = pos.next_batch()     # generator(pos.step), then step += 1
             ...
+
+    Many steps per call (one tf.function call, one graph loop, no Python per step):
+
+        @tf.function
+        def train_steps(n):
+            return pos.run_steps(lambda batch: apply_gradients(*batch), n)
     """
 
     def __init__(self, generator: Callable[[tf.Tensor], Any], start_step: int = 0, name=None):
@@ -211,6 +217,25 @@ class DataPosition(tf.Module):
 
     def next_batch(self):
         return _generate_and_advance(self.generator, self.step)
+
+    def run_steps(self, step_fn: Callable[[Any], Any], num_steps):
+        """Runs `step_fn(next_batch())` `num_steps` times (>= 1) in one graph loop, inside
+        the calling tf.function; returns the last step's result.
+
+        Each iteration generates the batch of the current step and advances the position,
+        exactly as `num_steps` calls of a function that calls `next_batch()` would, so runs
+        resume the same whatever the number of steps per call. The loop runs on the step's
+        device: generation, the step and the counter stay there, and the host only
+        launches the loop once per call.
+        """
+        def one_step():
+            out = step_fn(self.next_batch())
+            return tf.constant(0) if out is None else out  # a loop variable must be a tensor
+
+        n = tf.cast(num_steps, tf.int64)
+        _, last = tf.while_loop(lambda i, _: i < n, lambda i, _: (i + 1, one_step()),
+                                (tf.constant(1, tf.int64), one_step()))
+        return last
 
 
 class GeneratorModel(tf.keras.Model):

@@ -19,6 +19,12 @@ cc_library(
     ],
 )
 
+# The same headers as files, for tests that compile a snippet themselves.
+filegroup(
+    name = "cuda_header_files",
+    srcs = glob(["include/third_party/gpus/cuda/include/**"]),
+)
+
 # Linked against, never bundled: the op library uses the copy TensorFlow has loaded.
 cc_import(
     name = "libtensorflow_framework",
