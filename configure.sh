@@ -67,8 +67,7 @@ cflags = tf.sysconfig.get_compile_flags()
 lflags = tf.sysconfig.get_link_flags()
 inc = [f[2:] for f in cflags if f.startswith("-I")][0]
 libdir = [f[2:] for f in lflags if f.startswith("-L")][0]
-libname = [f[3:] for f in lflags if f.startswith("-l:")][0]
-for k, v in dict(TF_HEADER_DIR=inc, TF_SHARED_LIBRARY_DIR=libdir, TF_SHARED_LIBRARY_NAME=libname,
+for k, v in dict(TF_HEADER_DIR=inc, TF_SHARED_LIBRARY_DIR=libdir,
                  TF_COMPILE_FLAGS=" ".join(f for f in cflags if not f.startswith("-I")),
                  TF_VERSION=tf.__version__).items():
     print(f"{k}={shlex.quote(v)}")
@@ -81,7 +80,6 @@ cat > .tf_configure.bazelrc <<RC
 build --repo_env=PYTHON_BIN_PATH="$PYTHON"
 build --repo_env=TF_HEADER_DIR="$TF_HEADER_DIR"
 build --repo_env=TF_SHARED_LIBRARY_DIR="$TF_SHARED_LIBRARY_DIR"
-build --repo_env=TF_SHARED_LIBRARY_NAME="$TF_SHARED_LIBRARY_NAME"
 build --repo_env=TF_COMPILE_FLAGS="$TF_COMPILE_FLAGS"
 build --repo_env=TF_VERSION="$TF_VERSION"
 build --repo_env=OTF_CLANG="$(command -v clang++-16)"

@@ -12,21 +12,29 @@ from tf_onthefly import bench, rates
 
 class BenchTest(device_util.DeviceTestCase):
 
-    def test_every_path_and_outputs(self):
+    def test_every_path_mode_and_outputs(self):
         gpu = device_util.device() == "gpu"
         lines = []
-        table = bench.run(["seed"], bench.PATHS, gpu, seconds=0.05, progress=lines.append)
-        self.assertLen(table, len(bench.PATHS))
-        self.assertLen(lines, len(bench.PATHS))  # progress, one line per measurement
+        table = bench.run(["seed"], bench.PATHS, bench.MODES, [False], gpu, seconds=0.03, progress=lines.append)
+        rows = len(bench.PATHS) * len(bench.MODES)
+        self.assertLen(table, rows)
+        self.assertLen(lines, rows)  # progress, one line per measurement
         for row in table:
             self.assertGreater(row["steps_per_s"], 0)
             self.assertEqual(row["samples_per_s"], row["steps_per_s"] * 32)
+            if row["path"] == "constant":
+                self.assertEqual(row["vs_constant"], 1.0)
         out = tempfile.mkdtemp()
         bench.write_outputs(table, out, dict(device="test"))
         with open(os.path.join(out, "bench.json")) as f:
-            self.assertLen(json.load(f)["results"], len(bench.PATHS))
+            self.assertLen(json.load(f)["results"], rows)
         self.assertGreater(os.path.getsize(os.path.join(out, "bench.png")), 1000)
-        self.assertIn("overhead", bench.format_table(table))
+        self.assertIn("vs constant", bench.format_table(table))
+
+    def test_speed_labels_say_slower_or_faster(self):
+        self.assertEqual(bench.speed_label(0.43), "57 % slower")
+        self.assertEqual(bench.speed_label(1.03), "3 % faster")
+        self.assertEqual(bench.speed_label(1.0), "same as constant")
 
     def test_profile_input_verdicts(self):
         step = tf.function(lambda b: tf.reduce_sum(b * 2.0))

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 import device_util
 import tf_onthefly
-from tf_onthefly import data
+from tf_onthefly import data, models
 
 SEED = 3
 
@@ -18,8 +18,7 @@ def teacher(step):
 
 def make_model():
     tf.keras.utils.set_random_seed(0)
-    return tf.keras.Sequential([tf.keras.Input((16,)), tf.keras.layers.Dense(32, activation="relu"),
-                                tf.keras.layers.Dense(4)])
+    return models.mlp(16, 4, hidden=(32,))
 
 
 def compile_(model, **kwargs):
@@ -57,22 +56,18 @@ class TrainingPathsTest(device_util.DeviceTestCase):
         # evaluate() takes step numbers from its dataset and the eval generator
         model.evaluate(data.device_dataset(3), verbose=0)
 
-        # the same wrapper trains on every generator of the SDK
-        cnn = tf.keras.Sequential([tf.keras.Input((16, 16, 1)), tf.keras.layers.Conv2D(4, 3), tf.keras.layers.Flatten(),
-                                   tf.keras.layers.Dense(3)])
-        cases = {
-            "random_batch": (make_model(), lambda s: tf_onthefly.random_batch(32, 16, 1, s, label_mode="classes",
-                                                                                num_classes=4, label_dtype=tf.int32)),
-            "procedural_shapes": (cnn, lambda s: tf_onthefly.procedural_shapes(8, 16, 16, 1, s, channels=1,
-                                                                                dtype=tf.float32)),
-            "random_walk": (tf.keras.Sequential([tf.keras.Input((16,)), tf.keras.layers.Dense(2)]),
-                            lambda s: tuple(tf.cast(t, tf.float32) if i == 0 else t
-                                            for i, t in enumerate(tf_onthefly.random_walk(8, 16, 1, s)))),
-        }
-        self.assertEqual(set(cases) | {"teacher_task"}, set(tf_onthefly.GENERATORS))
-        for name, (net, gen) in cases.items():
+        # the same wrapper trains on every registered generator (its canonical example): the
+        # first output, flattened, as the input; the second as a float regression target
+        for name, spec in tf_onthefly.REGISTRY.items():
             with self.subTest(generator=name):
-                m = compile_(data.GeneratorModel(net, gen))
+                def gen(step, spec=spec):
+                    outs = spec.fn(**spec.examples[0], seed=1, step=step)
+                    x = tf.reshape(tf.cast(outs[0], tf.float32), [outs[0].shape[0], -1])
+                    return x, tf.cast(outs[1], tf.float32)
+
+                width = gen(tf.constant(0, tf.int64))[0].shape[1]
+                m = data.GeneratorModel(models.mlp(width, 1, hidden=(8,)), gen)
+                m.compile(optimizer="adam", loss="mse")
                 m.fit(data.device_dataset(), epochs=1, steps_per_epoch=3, verbose=0)
                 self.assertEqual(int(m.data_step.numpy()), 3)
 
@@ -162,6 +157,37 @@ class ResumeTest(device_util.DeviceTestCase):
         self.assertEqual(int(model.data_step.numpy()), 48)
         for a, b in zip(full.get_weights(), model.get_weights()):
             self.assertAllEqual(a, b)
+
+    def test_xla_fit_trains_and_resumes_exactly(self):
+        """jit_compile=True (what Keras's "auto" picks on a GPU): generation is compiled into
+        the step; an interrupted run resumes at the uninterrupted run's weights."""
+        full = compile_(data.GeneratorModel(make_model(), teacher), jit_compile=True, steps_per_execution=2)
+        history = self._fit(full, 4)
+        self.assertLess(history.history["loss"][-1], history.history["loss"][0])
+
+        class Interrupt(tf.keras.callbacks.Callback):
+            def on_epoch_end(self, epoch, logs=None):
+                if epoch == 1:
+                    raise RuntimeError("simulated preemption")
+
+        backup = tf.keras.callbacks.BackupAndRestore(tempfile.mkdtemp())
+        model = compile_(data.GeneratorModel(make_model(), teacher), jit_compile=True, steps_per_execution=2)
+        with self.assertRaisesRegex(RuntimeError, "simulated preemption"):
+            self._fit(model, 4, callbacks=[backup, Interrupt()])
+        model = compile_(data.GeneratorModel(make_model(), teacher), jit_compile=True, steps_per_execution=2)
+        self._fit(model, 4, callbacks=[backup])
+        self.assertEqual(int(model.data_step.numpy()), 40)
+        for a, b in zip(full.get_weights(), model.get_weights()):
+            self.assertAllEqual(a, b)
+
+    def test_run_steps_under_xla(self):
+        """A DataPosition loop compiled by XLA generates the batches of the plain loop."""
+        plain, compiled = data.DataPosition(teacher), data.DataPosition(teacher)
+        first_feature = lambda batch: batch[0][0, 0]  # noqa: E731 (exact, unlike a reduction)
+        a = tf.function(lambda: plain.run_steps(first_feature, 3))()
+        b = tf.function(lambda: compiled.run_steps(first_feature, 3), jit_compile=True)()
+        self.assertAllEqual(a, b)
+        self.assertEqual(int(compiled.step.numpy()), 3)
 
     def test_run_steps_is_n_next_batches(self):
         """DataPosition.run_steps(fn, n) in one tf.function call = n calls of one step."""

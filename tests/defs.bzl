@@ -1,6 +1,6 @@
 """otf_py_test: one test file, a CPU variant and a GPU variant."""
 
-def otf_py_test(name, srcs, deps = [], data = [], size = "small", shard_count = None):
+def otf_py_test(name, srcs, deps = [], data = [], size = "small", tags = []):
     """<name>_cpu runs everywhere; <name>_gpu is tagged requires-gpu and skips without a GPU."""
     for dev in ["cpu", "gpu"]:
         native.py_test(
@@ -10,8 +10,7 @@ def otf_py_test(name, srcs, deps = [], data = [], size = "small", shard_count = 
             args = ["--test_device=" + dev],
             data = data,
             size = size,
-            shard_count = shard_count,
-            tags = ["requires-gpu"] if dev == "gpu" else [],
+            tags = tags + (["requires-gpu"] if dev == "gpu" else []),
             deps = deps + ["//python/tf_onthefly"],
             python_version = "PY3",
         )

@@ -23,7 +23,7 @@ tf.config.set_logical_device_configuration(
 
 import device_util  # noqa: E402
 import tf_onthefly  # noqa: E402
-from tf_onthefly import data  # noqa: E402
+from tf_onthefly import data, models  # noqa: E402
 
 GLOBAL = 64
 
@@ -42,8 +42,7 @@ def devices():
 
 def make_model():
     tf.keras.utils.set_random_seed(0)
-    return tf.keras.Sequential([tf.keras.Input((16,)), tf.keras.layers.Dense(32, activation="relu"),
-                                tf.keras.layers.Dense(4)])
+    return models.mlp(16, 4, hidden=(32,))
 
 
 class MirroredTest(device_util.DeviceTestCase):

@@ -7,28 +7,28 @@ import numpy as np
 import tensorflow as tf
 
 import device_util
+from tf_onthefly import models
 
 
 def bits(t):
     """An array whose equality means bit-identity (floats compared by their bits)."""
     a = np.asarray(t)
-    return a.view(np.uint32) if a.dtype == np.float32 else a
+    return a.view(f"u{a.dtype.itemsize}") if a.dtype.kind == "f" or a.dtype.name == "bfloat16" else a
+
+
+def assert_bits_equal(test, a, b, msg=None):
+    """Sequences of arrays/tensors `a` and `b` are equal bit for bit, element by element."""
+    test.assertEqual(len(a), len(b))
+    for x, y in zip(a, b):
+        test.assertAllEqual(bits(x), bits(y), msg=msg)
 
 
 def train_and_score(model, make_batch, steps, learning_rate, held_out):
     """Trains a classifier on a generator: Adam on make_batch(step) -> (x, y), y of shape
     [n, 1] with class ids, one step per batch; returns its accuracy on held_out = (x, y)."""
-    opt = tf.keras.optimizers.Adam(learning_rate)
-    loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-
-    @tf.function
-    def train_step(step):
-        x, y = make_batch(step)
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True))
-        opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
-        return loss
-
+    apply = models.train_step(model, tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                              tf.keras.optimizers.Adam(learning_rate))
+    train_step = tf.function(lambda step: apply(*make_batch(step)))
     for step in range(steps):
         train_step(tf.constant(step, tf.int64))
     x, y = held_out
@@ -42,9 +42,7 @@ class GeneratorContract:
         raise NotImplementedError
 
     def assertBitsEqual(self, a, b, msg=None):
-        self.assertEqual(len(a), len(b))
-        for x, y in zip(a, b):
-            self.assertAllEqual(bits(x), bits(y), msg=msg)
+        assert_bits_equal(self, a, b, msg)
 
     def test_contract_deterministic(self):
         self.assertBitsEqual(self.generate(self.batch_size, [1, 2], 3), self.generate(self.batch_size, [1, 2], 3))
@@ -115,6 +113,16 @@ class GeneratorContract:
         self.assertNotEmpty(gpu)
         for k in gpu:
             self.assertEqual(list(k.host_memory_arg), ["first_sample"])
+
+    def test_contract_xla_equals_tf_kernels(self):
+        """Under tf.function(jit_compile=True) the op runs as an XLA custom call (the SDK's FFI
+        handler on the test's device); every output equals the TF kernel's, bit for bit."""
+        n = self.batch_size
+        step = tf.Variable(11, dtype=tf.int64)
+        for kw in [dict(), dict(first_sample=3, num_samples=n - 5), dict(first_sample=n, num_samples=0)]:
+            expected = self.generate(n, [5, 6], 11, **kw)
+            xla = tf.function(lambda: self.generate(n, [5, 6], step.read_value(), **kw), jit_compile=True)()
+            self.assertBitsEqual(xla, expected, msg=str(kw))
 
     @device_util.DeviceTestCase.require_gpu
     def test_contract_cpu_equals_gpu(self):

@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 import tf_onthefly
-from tf_onthefly import data
+from tf_onthefly import data, models
 
 
 def main(out, global_batch):
@@ -31,7 +31,7 @@ def main(out, global_batch):
 
     with strategy.scope():
         tf.keras.utils.set_random_seed(0)
-        net = tf.keras.Sequential([tf.keras.Input((16,)), tf.keras.layers.Dense(8), tf.keras.layers.Dense(4)])
+        net = models.mlp(16, 4, hidden=(8,))
         model = data.GeneratorModel(net, shard)
         model.compile(optimizer="adam", loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     hist = model.fit(data.device_dataset(ticks_per_step=strategy.num_replicas_in_sync), epochs=2,

@@ -2,7 +2,8 @@
 
 One op family = otf_op_library(...): its registration and CPU/GPU kernel .cc files, its
 CUDA .cu.cc files, and its headers. All families link into one shared library with
-otf_ops_shared_library(...), which Python loads once. Compiler flags live here only.
+otf_ops_shared_library(...), which Python loads once. C++ flags: OTF_COPTS here, used by
+every C++ target; CUDA flags: CUDA_COPTS in third_party/cuda/cuda.bzl.
 """
 
 load("@local_config_tf//:defs.bzl", "TF_COPTS")
@@ -14,6 +15,9 @@ load("//third_party/cuda:cuda.bzl", "cuda_objects")
 OTF_COPTS = TF_COPTS + [
     "-DGOOGLE_CUDA=1",
     "-DEIGEN_USE_THREADS",
+    # TensorFlow's release build: inline code of its headers (protobuf, absl, DCHECKs) must
+    # match what its libraries were compiled with.
+    "-DNDEBUG",
     "-O3",
     "-ffp-contract=off",
     "-fvisibility=hidden",
@@ -74,7 +78,8 @@ def otf_op_library(name, srcs, gpu_srcs = [], hdrs = [], deps = []):
     )
 
 def otf_ops_shared_library(name, deps):
-    """The one .so Python loads: every op family, linked against TF's framework library.
+    """The one .so Python loads: every op family and the SDK's XLA kernel, linked against
+    TF's framework library and libtensorflow_cc (XLA's op registry lives there).
 
     -z defs: any symbol that is neither ours nor in libtensorflow_framework.so.2 is a
     link error here rather than an 'undefined symbol' at import on a user's machine.
@@ -82,7 +87,11 @@ def otf_ops_shared_library(name, deps):
     native.cc_binary(
         name = name,
         linkshared = 1,
-        deps = deps + ["@local_config_tf//:libtensorflow_framework"],
+        deps = deps + [
+            "//tf_ops/sdk:generator_xla",
+            "@local_config_tf//:libtensorflow_framework",
+            "@local_config_tf//:libtensorflow_cc",
+        ],
         linkopts = ["-Wl,-z,defs", "-Wl,--as-needed"],
         visibility = ["//visibility:public"],
     )

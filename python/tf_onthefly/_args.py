@@ -1,11 +1,96 @@
-"""Argument conversion shared by the op wrappers."""
+"""Argument conversion shared by every generator wrapper: one place that decides what a
+Python value means for an op's input or attribute, and refuses, naming the argument, what
+it cannot mean. Range checks that depend on the generator stay in its C++ Configure (they
+run in the shape function and the kernel alike); here: types, and the 64-bit ranges.
+"""
+import math
+import numbers
+
+import numpy as np
 import tensorflow as tf
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+UINT64_MAX = 2**64 - 1
 
-def as_int64(value, arg: str) -> tf.Tensor:
-    """`value` as an int64 tensor; the op itself checks the shape and names `arg`."""
-    t = tf.convert_to_tensor(value)
-    if not t.dtype.is_integer:
-        raise tf.errors.InvalidArgumentError(
-            None, None, f"{arg} must be an integer (int64) tensor, got dtype {t.dtype.name}: {value!r}")
-    return tf.cast(t, tf.int64)
+
+def refuse(arg: str, message: str):
+    raise tf.errors.InvalidArgumentError(None, None, f"{arg} {message}")
+
+
+def _is_integer(value) -> bool:
+    return isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def int_value(value, arg: str, *, unsigned_64: bool = False) -> int:
+    """A Python integer for an int64 attribute or input element. Seeds and steps are 64-bit
+    words (docs/counter-contract.md): with `unsigned_64`, [2^63, 2^64) is accepted too and
+    passed as the int64 with the same bits. Floats are refused, never truncated."""
+    if not _is_integer(value):
+        refuse(arg, f"must be an integer, got {value!r} ({type(value).__name__})")
+    v = int(value)
+    top = UINT64_MAX if unsigned_64 else INT64_MAX
+    if not INT64_MIN <= v <= top:
+        refuse(arg, f"must be in [-2**63, {'2**64' if unsigned_64 else '2**63'}), got {v}")
+    return v - 2**64 if v > INT64_MAX else v
+
+
+def float_value(value, arg: str) -> float:
+    """A Python float for a float attribute (stored as float32). NaN and infinities pass
+    through for the op to judge and name; a finite value float32 cannot hold (overflow, or
+    a non-zero value that rounds to zero) is refused rather than changed."""
+    if not isinstance(value, (numbers.Real, np.floating, np.integer)) or isinstance(value, (bool, np.bool_)):
+        refuse(arg, f"must be a real number, got {value!r} ({type(value).__name__})")
+    v = float(value)
+    if math.isfinite(v):
+        with np.errstate(over="ignore"):
+            f32 = np.float32(v)
+        if not np.isfinite(f32):
+            refuse(arg, f"must fit in float32 (|value| <= 3.4028235e38), got {v!r}")
+        if v != 0 and f32 == 0:
+            refuse(arg, f"must be 0 or at least 1.4e-45 in magnitude (float32 rounds {v!r} to 0)")
+    return v
+
+
+def int64_tensor(value, arg: str, *, unsigned_64: bool = False) -> tf.Tensor:
+    """An int64 tensor for a seed, step or first_sample input. Tensors must have an integer
+    dtype (uint64 keeps its bits); Python and NumPy integers, alone or in lists, are checked
+    element by element with int_value. The op checks the shape and names `arg`."""
+    if isinstance(value, (tf.Tensor, tf.Variable)) or hasattr(value, "_as_graph_element"):
+        t = tf.convert_to_tensor(value)
+        if not t.dtype.is_integer:
+            refuse(arg, f"must be an integer (int64) tensor, got dtype {t.dtype.name}")
+        return tf.cast(t, tf.int64) if t.dtype != tf.int64 else t
+    if isinstance(value, np.ndarray) and value.dtype.kind not in "iu":
+        refuse(arg, f"must be an integer, got an array of {value.dtype}")
+    if isinstance(value, (list, tuple)) and any(isinstance(v, (tf.Tensor, tf.Variable)) for v in value):
+        return int64_tensor(tf.stack([int64_tensor(v, arg, unsigned_64=unsigned_64) for v in value]), arg)
+    if isinstance(value, (list, tuple, np.ndarray)):
+        flat = np.asarray(value, dtype=object)
+        words = [int_value(v, arg, unsigned_64=unsigned_64) for v in flat.ravel()]
+        return tf.constant(np.array(words, dtype=np.int64).reshape(flat.shape))
+    return tf.constant(int_value(value, arg, unsigned_64=unsigned_64), tf.int64)
+
+
+def attr_value(value, attr):
+    """`value` for the op attribute `attr` (an OpDef.AttrDef). An int attribute named
+    *_seed is a seed: a 64-bit word like the seed input. Types and strings must be among
+    the attribute's allowed values."""
+    arg = attr.name
+    if attr.type == "int":
+        return int_value(value, arg, unsigned_64=arg.endswith("_seed"))
+    if attr.type == "float":
+        return float_value(value, arg)
+    if attr.type == "type":
+        try:
+            value = tf.as_dtype(value)
+        except TypeError:
+            refuse(arg, f"must be a TensorFlow dtype, got {value!r}")
+        allowed = [tf.as_dtype(t) for t in attr.allowed_values.list.type]
+        if allowed and value not in allowed:
+            refuse(arg, f"must be one of {', '.join(t.name for t in allowed)}, got {value.name}")
+    if attr.type == "string":
+        allowed = [s.decode() for s in attr.allowed_values.list.s]
+        if not isinstance(value, str) or (allowed and value not in allowed):
+            refuse(arg, f"must be one of {', '.join(map(repr, allowed))}, got {value!r}" if allowed
+                   else f"must be a string, got {value!r}")
+    return value

@@ -282,15 +282,6 @@ class GeneratorModel(tf.keras.Model):
         del iterator, data_batch
         return super()._symbolic_build(data_batch=tuple(self.generator(tf.constant(0, tf.int64))))
 
-    def compile(self, *args, jit_compile=False, **kwargs):
-        """As keras.Model.compile, but jit_compile defaults to False, not "auto".
-
-        On a GPU, Keras's "auto" XLA-compiles the whole train step, and the generator ops
-        have no XLA kernels (tf2xla conversion fails). The model's own layers still run
-        as TensorFlow kernels; generation stays in the same graph as the step.
-        """
-        super().compile(*args, jit_compile=jit_compile, **kwargs)
-
     def _next_batch(self):
         return _generate_and_advance(self.generator, self.data_step)
 

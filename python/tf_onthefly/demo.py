@@ -1,4 +1,4 @@
-"""The README's main job (for now): train the seed model on batches born inside the step.
+"""Train the seed model once on batches born inside the step (the bench, //:bench, is the main job).
 
     bazel run //:demo                       # CPU, 300 steps
     bazel run //:demo -- --device=gpu --steps=2000
@@ -16,6 +16,7 @@ from absl import app, flags, logging
 import tensorflow as tf
 
 import tf_onthefly
+from tf_onthefly import models
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("device", "cpu", ["cpu", "gpu"], "Where batches are generated and the model runs.")
@@ -25,32 +26,18 @@ flags.DEFINE_integer("feature_dim", 16, "Features per sample.")
 flags.DEFINE_integer("seed", 2024, "Data seed: with the step it fixes every batch.")
 
 
-def build_model(feature_dim):
-    return tf.keras.Sequential([
-        tf.keras.Input((feature_dim,)),
-        tf.keras.layers.Dense(64, activation="relu"),
-        tf.keras.layers.Dense(64, activation="relu"),
-        tf.keras.layers.Dense(1),
-    ])
-
-
 def train(device, steps, batch_size, feature_dim, seed, log_every=100):
     """Trains; returns (final mean loss, steps per second after the first step)."""
     if device == "gpu" and not tf.config.list_physical_devices("GPU"):
         raise app.UsageError("--device=gpu but TensorFlow sees no GPU")
     with tf.device("/GPU:0" if device == "gpu" else "/CPU:0"):
-        model = build_model(feature_dim)
-        opt = tf.keras.optimizers.Adam(1e-3)
-        loss_fn = tf.keras.losses.BinaryCrossentropy(from_logits=True)
+        apply = models.train_step(models.mlp(feature_dim, 1),
+                                  tf.keras.losses.BinaryCrossentropy(from_logits=True),
+                                  tf.keras.optimizers.Adam(1e-3))
 
         @tf.function
         def train_step(step):
-            features, labels = tf_onthefly.random_batch(batch_size, feature_dim, seed=seed, step=step)
-            with tf.GradientTape() as tape:
-                loss = loss_fn(labels, model(features, training=True))
-            opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
-                                    model.trainable_variables))
-            return loss
+            return apply(*tf_onthefly.random_batch(batch_size, feature_dim, seed=seed, step=step))
 
         train_step(tf.constant(0, tf.int64)).numpy()  # trace and warm up
         losses, t0 = [], time.perf_counter()

@@ -3,7 +3,6 @@ from typing import Optional, Tuple, Union
 
 import tensorflow as tf
 
-from tf_onthefly import _load
 from tf_onthefly._generator import call_generator, register
 
 CLASS_NAMES = ("circle", "rectangle", "triangle")
@@ -46,11 +45,15 @@ def procedural_shapes(
       `[n, 1]`, boxes float32 `[n, 4]` as normalised `[ymin, xmin, ymax, xmax]`.
     """
     images, labels, boxes = call_generator(
-        _load.ops.on_the_fly_procedural_shapes, batch_size, seed, step,
+        "OnTheFly>ProceduralShapes", batch_size, seed, step,
         first_sample=first_sample, num_samples=num_samples, name=name,
         height=height, width=width, channels=channels, dtype=dtype, min_size=min_size,
         max_size=max_size, noise=noise)
     return (images, labels, boxes) if return_boxes else (images, labels)
 
 
-register("OnTheFly>ProceduralShapes", procedural_shapes)
+register("OnTheFly>ProceduralShapes", procedural_shapes, examples=[
+    dict(batch_size=2, height=16, width=16),
+    dict(batch_size=9, height=21, width=35, return_boxes=True),  # a partial last item per row
+    dict(batch_size=5, height=16, width=16, channels=1, dtype=tf.float32),
+])

@@ -3,7 +3,6 @@ from typing import Optional, Tuple, Union
 
 import tensorflow as tf
 
-from tf_onthefly import _load
 from tf_onthefly._generator import call_generator, register
 
 
@@ -57,10 +56,18 @@ def random_batch(
         TensorFlow reports shape-function errors as ValueError at trace time.
     """
     return tuple(call_generator(
-        _load.ops.on_the_fly_random_batch, batch_size, seed, step,
+        "OnTheFly>RandomBatch", batch_size, seed, step,
         first_sample=first_sample, num_samples=num_samples, name=name,
         feature_dim=feature_dim, distribution=distribution, low=low, high=high,
         label_mode=label_mode, p=p, num_classes=num_classes, label_dtype=label_dtype))
 
 
-register("OnTheFly>RandomBatch", random_batch)
+register("OnTheFly>RandomBatch", random_batch, examples=[
+    dict(batch_size=8, feature_dim=4),
+    dict(batch_size=257, feature_dim=13),  # ragged rows: a partial last block
+    dict(batch_size=256, feature_dim=64, distribution="normal"),
+    dict(batch_size=129, feature_dim=37, low=-1.0, high=2.0),  # 10 items: 4 per thread, ragged
+    dict(batch_size=100, feature_dim=7, first_sample=50, num_samples=33, label_mode="classes",
+         num_classes=9, label_dtype=tf.int64),
+    dict(batch_size=8, feature_dim=4, num_samples=0),  # an empty shard
+])

@@ -3,7 +3,6 @@ from typing import Optional, Tuple, Union
 
 import tensorflow as tf
 
-from tf_onthefly import _load
 from tf_onthefly._generator import call_generator, register
 
 
@@ -48,10 +47,14 @@ def teacher_task(
     if label_dtype is None:
         label_dtype = tf.int32 if task == "classification" else tf.float32
     return tuple(call_generator(
-        _load.ops.on_the_fly_teacher_task, batch_size, seed, step,
+        "OnTheFly>TeacherTask", batch_size, seed, step,
         first_sample=first_sample, num_samples=num_samples, name=name,
         feature_dim=feature_dim, task=task, num_classes=num_classes, hidden=hidden,
         noise=noise, task_seed=task_seed, distribution=distribution, label_dtype=label_dtype))
 
 
-register("OnTheFly>TeacherTask", teacher_task)
+register("OnTheFly>TeacherTask", teacher_task, examples=[
+    dict(batch_size=8, feature_dim=4),
+    dict(batch_size=300, feature_dim=17, num_classes=5, noise=0.1),
+    dict(batch_size=64, feature_dim=8, task="regression", noise=0.3),
+])

@@ -29,6 +29,7 @@
 #define EIGEN_USE_GPU
 #endif
 
+#include <cstring>
 #include <initializer_list>
 #include <string>
 #include <type_traits>
@@ -45,6 +46,7 @@
 #include "tf_ops/common/float_env.h"
 #include "tf_ops/common/tf_glue.h"
 #include "tf_ops/sdk/generator.h"
+#include "tf_ops/sdk/generator_xla.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
 namespace tf_onthefly {
@@ -230,20 +232,39 @@ class GeneratorOp : public tensorflow::OpKernel {
   int64_t cost_per_sample_ = 0;
 };
 
-// A type attribute's value that selects a generator struct, e.g. {"label_dtype", DT_INT32}.
-struct TypeConstraint {
-  const char* attr;
-  tensorflow::DataType type;
-};
-
 template <typename Device, typename Config, typename Gen>
 tensorflow::OpKernel* CreateGeneratorOp(tensorflow::OpKernelConstruction* ctx) {
   return new GeneratorOp<Device, Config, Gen>(ctx);
 }
 
-// Registers the CPU and GPU kernels of op `op` that run generator Gen, for the node whose
-// type attributes have the values in `types` (none: every node). The GPU kernel reads seed
-// and step in device memory; only first_sample stays in host memory (see Compute).
+// The Config's checks for the XLA kernel, with the Params as bytes (generator_xla.h).
+template <typename Config>
+absl::Status ConfigureBytes(tensorflow::OpKernelConstruction* c, BatchAttrs* batch,
+                            std::string* bytes, SampleShapes* shapes) {
+  using Params = typename Config::Params;
+  static_assert(std::is_trivially_copyable_v<Params>, "Params travel to XLA as bytes");
+  Params p;
+  std::memset(&p, 0, sizeof(p));  // padding too: the bytes are part of the compiled call
+  TF_RETURN_IF_ERROR(Configure<Config>(c, batch, &p, shapes));
+  bytes->assign(reinterpret_cast<const char*>(&p), sizeof(p));
+  return absl::OkStatus();
+}
+
+// Registers generator Gen's XLA handlers ("Host" and "CUDA") under a target named after the
+// op and the type values that select it, and tells the SDK's XLA kernel about them.
+template <typename Config, typename Gen>
+void RegisterXlaHandlers(const char* op, std::initializer_list<TypeConstraint> types) {
+  std::string target = absl::StrCat("tf_onthefly.", op);
+  for (const TypeConstraint& t : types) absl::StrAppend(&target, ".", tensorflow::DataTypeString(t.type));
+  absl::Status status = xla_ffi::RegisterHandler(target, "Host", &xla_ffi::HostHandler<Gen>);
+  status.Update(xla_ffi::RegisterHandler(target, "CUDA", &xla_ffi::CudaHandler<Gen>));
+  status.Update(RegisterXlaTarget(op, XlaGeneratorOp{&ConfigureBytes<Config>, {}}, types, target));
+  if (!status.ok()) LOG(ERROR) << "tf_onthefly: " << op << " will not compile under XLA: " << status;
+}
+
+// Registers the CPU, GPU and XLA kernels of op `op` that run generator Gen, for the node
+// whose type attributes have the values in `types` (none: every node). The GPU kernel reads
+// seed and step in device memory; only first_sample stays in host memory (see Compute).
 template <typename Config, typename Gen>
 bool RegisterGeneratorKernels(const char* op, std::initializer_list<TypeConstraint> types = {}) {
   for (const char* device : {tensorflow::DEVICE_CPU, tensorflow::DEVICE_GPU}) {
@@ -256,6 +277,7 @@ bool RegisterGeneratorKernels(const char* op, std::initializer_list<TypeConstrai
         builder.Build(), "GeneratorOp",
         gpu ? &CreateGeneratorOp<GPUDevice, Config, Gen> : &CreateGeneratorOp<CPUDevice, Config, Gen>);
   }
+  RegisterXlaHandlers<Config, Gen>(op, types);
   return true;
 }
 

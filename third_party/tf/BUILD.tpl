@@ -5,7 +5,12 @@ package(default_visibility = ["//visibility:public"])
 cc_library(
     name = "tf_header_lib",
     hdrs = glob(["include/**"], exclude = ["include/third_party/gpus/**"]),
-    includes = ["include"],
+    # XLA's headers include these two by their own paths.
+    includes = [
+        "include",
+        "include/external/farmhash_archive/src",
+        "include/external/highwayhash",
+    ],
 )
 
 # The CUDA 12 headers TensorFlow ships with its wheel: what the GPU-side .cc files
@@ -25,8 +30,13 @@ filegroup(
     srcs = glob(["include/third_party/gpus/cuda/include/**"]),
 )
 
-# Linked against, never bundled: the op library uses the copy TensorFlow has loaded.
+# Linked against, never bundled: the op library uses the copies TensorFlow has loaded.
 cc_import(
     name = "libtensorflow_framework",
-    shared_library = "%{LIB_NAME}",
+    shared_library = "libtensorflow_framework.so.2",
+)
+
+cc_import(
+    name = "libtensorflow_cc",
+    shared_library = "libtensorflow_cc.so.2",
 )

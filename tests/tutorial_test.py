@@ -1,0 +1,25 @@
+"""docs/writing-a-generator.md shows the tutorial generator's files verbatim: the text builds
+what the tests test."""
+import os
+import re
+
+import tensorflow as tf
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+
+class TutorialTest(tf.test.TestCase):
+
+    def test_tutorial_text_is_the_code(self):
+        with open(os.path.join(ROOT, "docs", "writing-a-generator.md")) as f:
+            doc = f.read()
+        blocks = re.findall(r"<!-- file: (\S+) -->\n```\w*\n(.*?)```", doc, re.S)
+        self.assertGreaterEqual(len(blocks), 5)
+        for path, text in blocks:
+            with self.subTest(path=path):
+                with open(os.path.join(ROOT, path)) as f:
+                    self.assertEqual(f.read(), text, msg=f"{path} differs from the tutorial's text")
+
+
+if __name__ == "__main__":
+    tf.test.main()

@@ -1,0 +1,160 @@
+// The generator SDK, XLA side: what each generator op registers so that XLA can compile it
+// (tf.function(jit_compile=True), Keras jit_compile): typed-FFI handlers that run the
+// generator's CPU loop ("Host") or launch its GPU kernel on XLA's stream ("CUDA"), and a
+// type-erased description of the op for the SDK's one XLA kernel (generator_xla.cc), whose
+// Compile() emits a custom call to the handler. No tf2xla headers here: those are heavy, and
+// only generator_xla.cc includes them.
+//
+// Under XLA the outputs are the TF kernels' bit for bit: the handlers run the same code
+// (FillRowsCpu, LaunchGenerator) on the same Params, which travel to them as a byte-array
+// attribute of the custom call, with first_sample (a compile-time constant under XLA).
+#ifndef TF_ONTHEFLY_SDK_GENERATOR_XLA_H_
+#define TF_ONTHEFLY_SDK_GENERATOR_XLA_H_
+
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tf_ops/common/float_env.h"
+#include "tf_ops/sdk/generator.h"
+#include "xla/ffi/api/ffi.h"
+
+// xla/ffi/ffi_api.h needs MLIR headers the TF wheel does not ship; the function is exported
+// by libtensorflow_framework.so.2.
+namespace xla::ffi {
+const XLA_FFI_Api* GetXlaFfiApi();
+}
+
+namespace tf_onthefly {
+namespace sdk {
+
+struct BatchAttrs;
+struct SampleShapes;
+
+// A type attribute's value that selects a generator struct, e.g. {"label_dtype", DT_INT32}.
+struct TypeConstraint {
+  const char* attr;
+  tensorflow::DataType type;
+};
+
+// One generator op as the XLA kernel sees it.
+struct XlaGeneratorOp {
+  // Runs the op's attribute checks (the Config's) and writes its Params as bytes.
+  absl::Status (*configure)(tensorflow::OpKernelConstruction* c, BatchAttrs* batch,
+                            std::string* params, SampleShapes* shapes);
+  // The FFI target of each generator struct, by the type attribute values that select it.
+  std::vector<std::pair<std::vector<TypeConstraint>, std::string>> targets;
+};
+
+// Registers generator struct Gen's FFI target `target` of op `op` (the first call for an op
+// also registers the op's XLA kernel, defined in generator_xla.cc).
+absl::Status RegisterXlaTarget(const char* op, const XlaGeneratorOp& description,
+                               std::vector<TypeConstraint> types, const std::string& target);
+
+namespace xla_ffi {
+namespace ffi = ::xla::ffi;
+
+// The call's geometry from its result buffers (every output has `rows` rows).
+inline ffi::Error Geometry(ffi::RemainingRets& rets, int64_t first_sample, CallGeometry* g) {
+  if (rets.size() > static_cast<size_t>(kMaxOutputs))
+    return ffi::Error::Internal("tf_onthefly: more custom-call results than kMaxOutputs");
+  for (size_t i = 0; i < rets.size(); ++i) {
+    auto out = rets.get<ffi::AnyBuffer>(i);
+    if (out.has_error()) return out.error();
+    const auto dims = (*out)->dimensions();
+    if (i == 0) g->num_samples = dims.size() == 0 ? 0 : dims[0];
+    g->base[i] = (*out)->untyped_data();
+    g->sample_bytes[i] =
+        g->num_samples > 0 ? static_cast<int64_t>((*out)->size_bytes()) / g->num_samples : 0;
+  }
+  g->first_sample = first_sample;
+  return ffi::Error::Success();
+}
+
+template <typename Gen>
+ffi::Error ParamsOf(ffi::Span<const int8_t> bytes, typename Gen::Params* p) {
+  if (bytes.size() != sizeof(*p))
+    return ffi::Error::Internal("tf_onthefly: params attribute of the wrong size");
+  std::memcpy(p, bytes.begin(), sizeof(*p));
+  return ffi::Error::Success();
+}
+
+// "Host": the TF CPU kernel's loop, on the calling thread, in IEEE arithmetic.
+template <typename Gen>
+ffi::Error RunHost(ffi::AnyBuffer seed, ffi::AnyBuffer step, ffi::RemainingRets rets,
+                   int64_t first_sample, ffi::Span<const int8_t> params, std::string_view) {
+  typename Gen::Params p;
+  CallGeometry g{};
+  if (auto e = ParamsOf<Gen>(params, &p); e.failure()) return e;
+  if (auto e = Geometry(rets, first_sample, &g); e.failure()) return e;
+  if (g.num_samples == 0) return ffi::Error::Success();
+  const SeedAndStep in{static_cast<const int64_t*>(seed.untyped_data()),
+                       static_cast<int64_t>(seed.element_count()),
+                       static_cast<const int64_t*>(step.untyped_data())};
+  PhiloxKey keys[Gen::kNumStreams];
+  for (int s = 0; s < Gen::kNumStreams; ++s) keys[s] = StreamKey(in, s);
+  ScopedIeeeSubnormals ieee;
+  FillRowsCpu<Gen>(p, g, keys, 0, g.num_samples);
+  return ffi::Error::Success();
+}
+
+// "CUDA": the TF GPU kernel's launch, on XLA's stream; seed and step stay on the device.
+template <typename Gen>
+ffi::Error RunCuda(cudaStream_t stream, ffi::AnyBuffer seed, ffi::AnyBuffer step,
+                   ffi::RemainingRets rets, int64_t first_sample, ffi::Span<const int8_t> params,
+                   std::string_view op) {
+  typename Gen::Params p;
+  CallGeometry g{};
+  if (auto e = ParamsOf<Gen>(params, &p); e.failure()) return e;
+  if (auto e = Geometry(rets, first_sample, &g); e.failure()) return e;
+  const SeedAndStep in{static_cast<const int64_t*>(seed.untyped_data()),
+                       static_cast<int64_t>(seed.element_count()),
+                       static_cast<const int64_t*>(step.untyped_data())};
+  const cudaError_t err = LaunchGenerator<Gen>(p, g, in, stream);
+  if (err == cudaSuccess) return ffi::Error::Success();
+  return ffi::Error::Internal(std::string(op) + ": launching its GPU kernel under XLA failed: " +
+                              cudaGetErrorName(err) + ": " + cudaGetErrorString(err));
+}
+
+// Both handlers take the custom call's attributes: first_sample, params (the Params
+// struct's bytes) and op (the op's name, for error messages).
+template <typename Gen>
+XLA_FFI_Error* HostHandler(XLA_FFI_CallFrame* frame) {
+  static auto* handler = ffi::Ffi::Bind()
+                             .Arg<ffi::AnyBuffer>()  // seed, int64 [] or [2]
+                             .Arg<ffi::AnyBuffer>()  // step, int64 []
+                             .RemainingRets()        // the op's outputs
+                             .Attr<int64_t>("first_sample")
+                             .Attr<ffi::Span<const int8_t>>("params")
+                             .Attr<std::string_view>("op")
+                             .To(RunHost<Gen>)
+                             .release();
+  return handler->Call(frame);
+}
+
+template <typename Gen>
+XLA_FFI_Error* CudaHandler(XLA_FFI_CallFrame* frame) {
+  static auto* handler =
+      ffi::Ffi::Bind()
+          .Ctx<ffi::PlatformStream<cudaStream_t>>()
+          .Arg<ffi::AnyBuffer>()
+          .Arg<ffi::AnyBuffer>()
+          .RemainingRets()
+          .Attr<int64_t>("first_sample")
+          .Attr<ffi::Span<const int8_t>>("params")
+          .Attr<std::string_view>("op")
+          .To(RunCuda<Gen>)
+          .release();
+  return handler->Call(frame);
+}
+
+absl::Status RegisterHandler(const std::string& target, const char* platform,
+                             XLA_FFI_Handler* handler);
+}  // namespace xla_ffi
+
+}  // namespace sdk
+}  // namespace tf_onthefly
+
+#endif  // TF_ONTHEFLY_SDK_GENERATOR_XLA_H_
