@@ -7,6 +7,7 @@ import time
 import tensorflow as tf
 
 import device_util
+import tf_onthefly
 from tf_onthefly import bench, rates
 
 
@@ -54,12 +55,16 @@ class BenchTest(device_util.DeviceTestCase):
             self.assertIn("ms", r["verdict"])
 
     def test_rates_every_candidate(self):
-        """rates.measure runs every candidate, NumPy included (tiny sizes; no timed assertion)."""
-        res = rates.measure(mib=1, repeats=1, unroll=2)
+        """rates.measure runs every candidate: each registered generator, XLA, TF's ops, NumPy
+        (tiny sizes; no timed assertion)."""
+        res, notes = rates.measure([1], repeats=1, unroll=2)
         names = [r["name"] for r in res]
-        self.assertIn("random_batch uniform", names)
-        self.assertIn(rates.NUMPY, names)
+        for name in ["random_batch uniform", "random_batch normal, XLA", rates.NUMPY, rates.NUMPY_NORMAL]:
+            self.assertIn(name, names)
+        for generator in tf_onthefly.REGISTRY:
+            self.assertTrue(any(n.startswith(generator + " (") for n in names), generator)
         self.assertLen(names, len(set(names)))
+        self.assertEqual(notes, [])
         for r in res:
             self.assertGreater(r["gb_per_s"], 0, r)
 

@@ -1,19 +1,20 @@
-"""Counts host-to-device traffic in steady-state training steps (run on a GPU machine).
+"""Counts host<->device traffic in steady-state training steps (run on a GPU machine).
 
-    python3 tests/gpu_no_copy_profile.py
+    python3 tests/gpu_no_copy_profile.py [--mirrored]
 
-Trains the same small model three ways and, for each, measures what crosses host to device
-per step in two independent ways:
-  - PCIe receive bytes counted by the GPU itself (NVML PCIe RX throughput, sampled back
-    to back over about 6 s of steady-state steps and integrated), per step;
-  - MemcpyHtoD events in a TF profiler trace (needs CUPTI for CUDA 12; where TensorFlow
-    cannot load it, the trace has no device events and this count reads 0).
-The paths:
-  constant: a batch already on the GPU (the baseline every step has)
-  device: tf_onthefly.data.GeneratorModel (batch generated inside the step)
-  host:   tf_onthefly.data.host_dataset (native op in tf.data on the CPU)
-  python: tf_onthefly.data.from_python (NumPy batches)
-The device path should move no batch bytes: at most a few bytes a step (the tick).
+Trains the same small model several ways and, for each, measures what crosses between host
+and device per step, counted by the GPU itself: NVML's PCIe RX (host to device) and TX
+(device to host) throughput, sampled back to back over about 6 s of steady-state steps and
+integrated, per step. (A TF profiler count of MemcpyHtoD events is added where TensorFlow
+can load CUPTI.) The paths, each with steps_per_execution 1 and 64:
+  constant: a batch already on the GPU, through GeneratorModel (the baseline every step has)
+  device:   tf_onthefly.data.GeneratorModel (batch generated inside the step), with and
+            without XLA
+  host:     tf_onthefly.data.host_dataset (native op in tf.data on the CPU)
+  python:   tf_onthefly.data.from_python (NumPy batches)
+The device path should move no batch bytes host to device and nothing device to host beyond
+the constant batch's baseline: its step counter lives on the GPU. --mirrored runs the
+constant and device paths under MirroredStrategy over two logical GPUs (data.sharded).
 """
 import glob
 import json
@@ -42,8 +43,9 @@ def make():
     return m
 
 
-def compile_(m):
-    m.compile(optimizer="adam", loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+def compile_(m, spe=1, jit=False):
+    m.compile(optimizer="adam", loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+              steps_per_execution=spe, jit_compile=jit)
     return m
 
 
@@ -73,63 +75,65 @@ def count_htod(logdir):
     return events, total
 
 
-def pcie_rx_per_step(model, dataset, seconds=6.0):
-    """(PCIe host->device bytes per step, steps per second, mean MB/s), from the GPU's own
-    counters: NVML's PCIe RX throughput (KB/s over a 20 ms window), sampled back to back
-    by a thread for the whole run and integrated over time."""
+def pcie_per_step(model, dataset, steps_per_call, seconds=6.0):
+    """(PCIe host->device bytes per step, device->host bytes per step, steps per second),
+    from the GPU's own counters: NVML's PCIe RX and TX throughput (KB/s over a 20 ms window),
+    sampled back to back by a thread for the whole run and integrated over time."""
     import threading
     import time
     import pynvml
 
     pynvml.nvmlInit()
     handle = pynvml.nvmlDeviceGetHandleByIndex(0)
-    total, stop = [0.0], threading.Event()
+    total, stop = {"rx": 0.0, "tx": 0.0}, threading.Event()
+    counters = {"rx": pynvml.NVML_PCIE_UTIL_RX_BYTES, "tx": pynvml.NVML_PCIE_UTIL_TX_BYTES}
 
     def sample():
         last = time.perf_counter()
         while not stop.is_set():
-            kb_per_s = pynvml.nvmlDeviceGetPcieThroughput(handle, pynvml.NVML_PCIE_UTIL_RX_BYTES)
+            rates = {k: pynvml.nvmlDeviceGetPcieThroughput(handle, c) for k, c in counters.items()}
             now = time.perf_counter()
-            total[0] += kb_per_s * 1024 * (now - last)
+            for k, kb_per_s in rates.items():
+                total[k] += kb_per_s * 1024 * (now - last)
             last = now
 
     thread = threading.Thread(target=sample, daemon=True)
     steps, t0 = 0, time.perf_counter()
+    chunk = max(64, steps_per_call)
     thread.start()
     while time.perf_counter() - t0 < seconds:
-        model.fit(dataset, epochs=1, steps_per_epoch=50, verbose=0)
-        steps += 50
+        model.fit(dataset, epochs=1, steps_per_epoch=chunk, verbose=0)
+        steps += chunk
     elapsed = time.perf_counter() - t0
     stop.set()
     thread.join()
-    return total[0] / steps, steps / elapsed, total[0] / elapsed / 1e6
+    return total["rx"] / steps, total["tx"] / steps, steps / elapsed
 
 
-def profile(name, model, dataset):
-    model.fit(dataset, epochs=1, steps_per_epoch=20, verbose=0)  # warm up, trace
-    rx_per_step, steps_per_s, rx_mb_s = pcie_rx_per_step(model, dataset)
+def profile(name, model, dataset, spe):
+    model.fit(dataset, epochs=1, steps_per_epoch=max(64, spe), verbose=0)  # warm up, trace
+    rx, tx, steps_per_s = pcie_per_step(model, dataset, spe)
     logdir = tempfile.mkdtemp(prefix=name)
     tf.profiler.experimental.start(logdir)
-    model.fit(dataset, epochs=1, steps_per_epoch=STEPS, verbose=0)
+    model.fit(dataset, epochs=1, steps_per_epoch=max(STEPS, spe), verbose=0)
     tf.profiler.experimental.stop()
     ev, nbytes = count_htod(logdir)
-    row = dict(path=name, steps_per_s=round(steps_per_s, 1), pcie_rx_mb_per_s=rx_mb_s,
-               pcie_rx_bytes_per_step=round(rx_per_step), batch_bytes=BATCH_BYTES,
+    row = dict(path=name, steps_per_execution=spe, steps_per_s=round(steps_per_s, 1),
+               pcie_rx_bytes_per_step=round(rx), pcie_tx_bytes_per_step=round(tx), batch_bytes=BATCH_BYTES,
                trace_htod_events=ev, trace_htod_bytes=nbytes)
-    print(json.dumps(row))
+    print(json.dumps(row), flush=True)
     return row
 
 
 def main():
     if not tf.config.list_physical_devices("GPU"):
         print("no GPU"); return 1
+    if "--mirrored" in sys.argv:
+        return mirrored()
     # Baseline: the same step on a constant batch already on the GPU. Whatever PCIe traffic
     # a step has without any input (launch commands, the tick, Keras's loop) shows here.
     with tf.device("/GPU:0"):
         const = (tf.random.normal([BATCH, DIM]), tf.zeros([BATCH, 1], tf.int32))
-    rows = [profile("constant", compile_(data.GeneratorModel(make(), lambda step: const)), data.device_dataset()),
-            profile("device", compile_(data.GeneratorModel(make(), gen)), data.device_dataset()),
-            profile("host", compile_(make()), data.host_dataset(gen))]
 
     def py():
         rng = np.random.default_rng(0)
@@ -138,14 +142,52 @@ def main():
                    rng.integers(0, 4, (BATCH, 1), dtype=np.int32))
 
     sig = (tf.TensorSpec([BATCH, DIM], tf.float32), tf.TensorSpec([BATCH, 1], tf.int32))
-    rows.append(profile("python", compile_(make()), data.from_python(py, sig)))
-    base, device, host, python = (r["pcie_rx_bytes_per_step"] for r in rows)
-    ok = device - base < 0.01 * BATCH_BYTES and host - base > 0.9 * BATCH_BYTES
-    print(f"PCIe rx per step beyond the constant-batch baseline ({base} B): device path "
-          f"{device - base} B, host path {host - base} B, python path {python - base} B; "
-          f"one batch is {BATCH_BYTES} B")
-    print("no batch bytes host->device on the device path:", ok)
+    rows = {}
+    for spe in [1, 64]:
+        rows["constant", spe] = profile("constant", compile_(data.GeneratorModel(make(), lambda step: const), spe),
+                                        data.device_dataset(), spe)
+        rows["device", spe] = profile("device", compile_(data.GeneratorModel(make(), gen), spe),
+                                      data.device_dataset(), spe)
+        rows["device+xla", spe] = profile("device+xla", compile_(data.GeneratorModel(make(), gen), spe, jit=True),
+                                          data.device_dataset(), spe)
+        rows["host", spe] = profile("host", compile_(make(), spe), data.host_dataset(gen), spe)
+        rows["python", spe] = profile("python", compile_(make(), spe), data.from_python(py, sig), spe)
+    ok = True
+    for spe in [1, 64]:
+        base = rows["constant", spe]
+        for path in ["device", "device+xla", "host", "python"]:
+            r = rows[path, spe]
+            rx = r["pcie_rx_bytes_per_step"] - base["pcie_rx_bytes_per_step"]
+            tx = r["pcie_tx_bytes_per_step"] - base["pcie_tx_bytes_per_step"]
+            print(f"steps_per_execution={spe:2d} {path:10s}: beyond the constant batch, "
+                  f"{rx:+9d} B host->device, {tx:+7d} B device->host per step (one batch: {BATCH_BYTES} B)")
+            if path.startswith("device"):
+                ok = ok and rx < 0.01 * BATCH_BYTES and tx < 64
+    print("no batch bytes host->device and no device->host traffic on the device path:", ok)
     return 0 if ok else 2
+
+
+def mirrored():
+    """The device path under MirroredStrategy (two logical GPUs, data.sharded) next to a
+    constant batch under the same strategy."""
+    gpu = tf.config.list_physical_devices("GPU")[0]
+    tf.config.set_logical_device_configuration(gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=16384)] * 2)
+    strategy = tf.distribute.MirroredStrategy([d.name for d in tf.config.list_logical_devices("GPU")])
+    shard = data.sharded(lambda step, **s: tf_onthefly.teacher_task(BATCH, DIM, seed=1, step=step, **s), BATCH)
+    ticks = data.device_dataset(ticks_per_step=2)
+    rows = {}
+    for spe in [1, 64]:
+        with strategy.scope():
+            const_model = compile_(data.GeneratorModel(make(), lambda step: (
+                tf.zeros([BATCH // 2, DIM]), tf.zeros([BATCH // 2, 1], tf.int32))), spe)
+            device_model = compile_(data.GeneratorModel(make(), shard), spe)
+        rows["constant", spe] = profile("mirrored constant", const_model, ticks, spe)
+        rows["device", spe] = profile("mirrored device", device_model, ticks, spe)
+        base, r = rows["constant", spe], rows["device", spe]
+        print(f"MirroredStrategy x2, steps_per_execution={spe}: device path beyond the constant batch: "
+              f"{r['pcie_rx_bytes_per_step'] - base['pcie_rx_bytes_per_step']:+d} B host->device, "
+              f"{r['pcie_tx_bytes_per_step'] - base['pcie_tx_bytes_per_step']:+d} B device->host per step")
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,33 +1,73 @@
 #!/usr/bin/env bash
-# Runs ON the lent GPU machine, after ../shared/device's install.sh (see docs/benchmarks.md):
-#   bash tools/gpu_session.sh tests      # every GPU test, rates, the no-copy profile
-#   bash tools/gpu_session.sh sanitize   # demo on the GPU, compute-sanitizer memcheck/racecheck
-# Everything runs from the installed wheel (.devtf/artifacts, staged by tools/stage_device.sh).
+# Runs ON the lent GPU machine, after ../shared/device's install.sh (docs/benchmarks.md says
+# how the session was staged). Everything runs from the installed wheel in
+# .devtf/artifacts (tools/stage_device.sh); a baseline wheel there (baseline-*.whl, an
+# older build) runs with today's Python package and its own op library, so before and
+# after come from one session.
+#   bash tools/gpu_session.sh tests      # every test file with --test_device=gpu
+#   bash tools/gpu_session.sh steps      # per-step cost: op_cost, bench rows, PCIe traffic
+#   bash tools/gpu_session.sh rates      # rates with peers, op timelines
+#   bash tools/gpu_session.sh sanitize   # compute-sanitizer memcheck/racecheck, the demo
 # Logs go to $OUT (the device tool brings them back).
 set -uo pipefail
 OUT=${OUT:-/tmp/otf-out}; mkdir -p "$OUT"
 . .devtf/extras/env.sh
-[ -d /tmp/otf/tf_onthefly ] || python3 -m pip install -q --no-index --no-deps --target /tmp/otf .devtf/artifacts/*.whl
-export PYTHONPATH=/tmp/otf:$PYTHONPATH PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=2
+export PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=2
+new=/tmp/otf old=/tmp/otf_old
+if [ ! -d $new/tf_onthefly ]; then
+  python3 -m pip install -q --no-index --no-deps --target $new $(ls .devtf/artifacts/tf_onthefly-*.whl | grep -v baseline)
+  if ls .devtf/artifacts/baseline-*.whl >/dev/null 2>&1; then
+    mkdir -p $old/tf_onthefly && cp -r $new/tf_onthefly/. $old/tf_onthefly/
+    unzip -q -o -j .devtf/artifacts/baseline-*.whl 'tf_onthefly/_tf_onthefly_ops.so' -d $old/tf_onthefly
+  fi
+fi
 S=$OUT/summary.txt
+with() { local pkg=$1; shift; PYTHONPATH=$pkg:$PYTHONPATH "$@"; }
 case "${1:-tests}" in
   tests)
-    (nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; date -u; python3 -m tf_onthefly.info) > "$OUT/gpu.txt" 2>&1
-    for t in random_batch teacher_task procedural_shapes random_walk data demo; do
+    (nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; date -u; with $new python3 -m tf_onthefly.info) > "$OUT/gpu.txt" 2>&1
+    for f in tests/*_test.py; do
+      t=$(basename "$f" .py)
+      [ "$t" = tutorial_test ] && continue  # reads the docs: no device involved
       echo "== $t" >> "$OUT/tests.log"
-      python3 "tests/${t}_test.py" --test_device=gpu >> "$OUT/tests.log" 2>&1
+      timeout 900 env PYTHONPATH=$new:$PYTHONPATH python3 "$f" --test_device=gpu >> "$OUT/tests.log" 2>&1
       echo "$t gpu rc=$?" >> "$S"
     done
-    grep -E "^== |CPU vs GPU|accuracy|teacher_task normal|^Ran |^OK|^FAILED" "$OUT/tests.log" >> "$S"
-    python3 -m tf_onthefly.rates --repeats=5 --unroll=5 --json="$OUT/rates.json" > "$OUT/rates.log" 2>&1
+    grep -E "^== |CPU vs GPU|accuracy|teacher_task normal|fuzz outcomes|^Ran |^OK|^FAILED" "$OUT/tests.log" >> "$S"
+    ;;
+  steps)
+    for pkg in $old $new; do
+      [ -d $pkg ] || continue
+      with $pkg python3 tools/op_cost.py --label="$pkg" >> "$OUT/op_cost.jsonl" 2>>"$OUT/steps.err"
+    done
+    cat "$OUT/op_cost.jsonl" >> "$S"
+    [ -d $old ] && with $old python3 -m tf_onthefly.bench --device=gpu --configs=seed --modes=fit1,fit64,loop64 \
+      --jit=off --paths=constant,numpy,op-in-step --seconds=2 --out="$OUT/bench_old" > "$OUT/bench_old.log" 2>&1
+    with $new python3 -m tf_onthefly.bench --device=gpu --configs=seed --modes=fit1,fit64,loop64 --jit=off,on \
+      --seconds=2 --out="$OUT/bench_seed" > "$OUT/bench_seed.log" 2>&1
+    with $new python3 -m tf_onthefly.bench --device=gpu --configs=wide,cnn --modes=fit64 --jit=off,on \
+      --paths=constant,numpy,op-cpu-tfdata,op-in-step,tf-stateless --seconds=2 --out="$OUT/bench_wide_cnn" \
+      > "$OUT/bench_wide_cnn.log" 2>&1
+    with $new timeout 300 python3 tests/gpu_no_copy_profile.py > "$OUT/no_copy.log" 2>&1
+    with $new timeout 200 python3 tests/gpu_no_copy_profile.py --mirrored > "$OUT/no_copy_mirrored.log" 2>&1
+    grep -E "beyond|no batch bytes" "$OUT/no_copy.log" "$OUT/no_copy_mirrored.log" >> "$S"
+    for f in bench_old bench_seed bench_wide_cnn; do grep -E "^\S+ +[0-9]+ (fit|loop)" "$OUT/$f.log" >> "$S"; done
+    ;;
+  rates)
+    with $new python3 -m tf_onthefly.rates --mib=256,1024,4096 --repeats=5 --unroll=20 --json="$OUT/rates.json" \
+      > "$OUT/rates.log" 2>&1
     echo "rates rc=$?" >> "$S"
-    python3 tests/gpu_no_copy_profile.py > "$OUT/profile.log" 2>&1
-    echo "profile rc=$?" >> "$S"
+    for args in "--mib=256" "--mib=1024" "--mib=256 --jit" "--mib=256 --distribution=normal"; do
+      echo "== op_timeline $args" >> "$OUT/timeline.log"
+      with $new python3 tools/op_timeline.py $args >> "$OUT/timeline.log" 2>&1
+    done
+    grep -E "^==|call wall|GPU span|host:|no device events" "$OUT/timeline.log" >> "$S"
     ;;
   sanitize)
-    python3 -m tf_onthefly.demo --device=gpu --steps=3000 >> "$S" 2>&1
+    with $new python3 -m tf_onthefly.demo --device=gpu --steps=3000 >> "$S" 2>&1
     for tool in memcheck racecheck; do
-      timeout 240 compute-sanitizer --tool "$tool" python3 tests/gpu_sanitizer_smoke.py > "$OUT/$tool.log" 2>&1
+      timeout 240 env PYTHONPATH=$new:$PYTHONPATH compute-sanitizer --tool "$tool" python3 tests/gpu_sanitizer_smoke.py \
+        > "$OUT/$tool.log" 2>&1
       echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$tool.log" | tail -1)" >> "$S"
     done
     ;;

@@ -1,10 +1,21 @@
 #!/usr/bin/env bash
 # Stages what a lent GPU machine needs to run our tests and benchmarks
-# (../shared/device/README.md): the wheel, as a real file under .devtf/artifacts/.
-# There, install it beside the carried TensorFlow and run the test files directly:
-#   python3 -m pip install -q --no-deps --target /tmp/otf .devtf/artifacts/*.whl
-#   PYTHONPATH=/tmp/otf:$PYTHONPATH python3 tests/random_batch_test.py --test_device=gpu
+# (../shared/device/README.md, after its prepare-tf-gpu.sh): the wheel as a real file under
+# .devtf/artifacts/, optionally a baseline wheel (an older build, for before/after in one
+# session: tools/gpu_session.sh runs it as baseline-*.whl), and CUPTI 12 in .devtf/extras/libs
+# so TensorFlow's profiler records device events (tools/op_timeline.py).
+#   tools/stage_device.sh [BASELINE.whl]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+[ -d .devtf/extras/libs ] || { echo "run ../shared/device/prepare-tf-gpu.sh first" >&2; exit 1; }
 rm -rf .devtf/artifacts && mkdir -p .devtf/artifacts
 bash build_pip_pkg.sh .devtf/artifacts
+if [ -n "${1:-}" ]; then cp "$1" ".devtf/artifacts/baseline-$(basename "$1")"; fi
+if [ ! -f .devtf/extras/libs/libcupti.so.12 ]; then
+  tmp=$(mktemp -d)
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+    --platform manylinux2014_x86_64 "nvidia-cuda-cupti-cu12==12.5.*" -d "$tmp"
+  unzip -q -j "$tmp"/*.whl 'nvidia/cuda_cupti/lib/libcupti.so.12' -d .devtf/extras/libs
+  rm -rf "$tmp"
+fi
+ls -la .devtf/artifacts .devtf/extras/libs

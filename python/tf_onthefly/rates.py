@@ -1,154 +1,259 @@
-"""Generation rates of the ops against TensorFlow's own random ops and a copy, in one run.
+"""Generation rates of the ops next to TensorFlow's random ops, a copy, NumPy and, where they
+are installed, PyTorch, JAX and CuPy, in one run.
 
-    python -m tf_onthefly.rates [--mib=1024] [--repeats=7] [--unroll=10]
+    python -m tf_onthefly.rates [--mib=256,1024,4096] [--repeats=7] [--unroll=20]
 
-Each candidate (every generator, TF's stateless random ops, a copy as the memory ceiling,
-and NumPy's fastest float32 generator on one host thread as the CPU yardstick) runs `unroll` times inside one tf.function (distinct steps, so nothing is cached
-or folded), every output consumed; the time per call is the median over `repeats` calls
-after a warm-up, synchronised by fetching the result. Rates count bytes written (for the
+TF candidates (every registered generator, random_batch's uniform and normal features, the
+same under XLA, TF's stateless random ops, a copy as the memory ceiling) run `unroll` times
+inside one tf.function (distinct steps, so nothing is cached or folded), each output
+consumed by one element; the time per output is the median over `repeats` calls after a
+warm-up, synchronised by fetching the result. NumPy's float32 generators run on one host
+thread into a preallocated array (the CPU yardstick). PyTorch, JAX and CuPy (GPU only, each
+in its own process, before TensorFlow takes the GPU's memory) are timed with their own
+idioms: `unroll` calls back to back, then a synchronisation. Rates count bytes written (the
 copy: read + written). Absolute times mean something only on a GPU.
 """
 import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 
 from absl import app, flags, logging
+import numpy as np
 import tensorflow as tf
 
-from tf_onthefly.random_batch import random_batch
+import tf_onthefly
 
 FLAGS = flags.FLAGS
-flags.DEFINE_integer("mib", 1024, "Size of each generated output, MiB of float32.")
+flags.DEFINE_list("mib", ["1024"], "Output sizes, MiB of float32.")
 flags.DEFINE_integer("repeats", 7, "Timed calls per candidate (median reported).")
-flags.DEFINE_integer("unroll", 10, "Outputs generated per timed call.")
+flags.DEFINE_integer("unroll", 20, "Outputs generated per timed call.")
 flags.DEFINE_string("json", "", "Also write the results here.")
 flags.DEFINE_list("only", [], "Measure only candidates whose name contains one of these.")
+flags.DEFINE_bool("peers", True, "On a GPU, also time PyTorch, JAX and CuPy where installed.")
 
 FEATURES = 4096  # random_batch columns; rows follow from the size
+NUMPY = "numpy default_rng random float32, out="
+NUMPY_NORMAL = "numpy default_rng standard_normal float32, out="
 
 
-def _candidates(mib):
-    """name -> (fn(step) -> tensors, bytes moved per call): every generator, ~mib MiB each."""
-    from tf_onthefly.procedural_shapes import procedural_shapes
-    from tf_onthefly.random_walk import random_walk
-    from tf_onthefly.teacher_task import teacher_task
+def _scaled(spec, size):
+    """A generator's canonical example with batch_size scaled so its outputs hold ~size bytes."""
+    example = dict(spec.examples[0], batch_size=1)
+    per_sample = sum(int(np.prod(t.shape)) * t.dtype.size for t in spec.fn(**example, seed=1, step=0))
+    example["batch_size"] = max(1, size // per_sample)
+    return example, example["batch_size"] * per_sample
 
-    size = mib << 20
+
+def candidates(size):
+    """name -> (fn(step) -> tensors, bytes moved per call, jit): ~size bytes each."""
     rows = max(1, size // (4 * FEATURES))
     shape = [rows, FEATURES]
-    n_teacher = max(1, size // (4 * 256))
-    n_images = max(1, size // (64 * 64 * 3))
-    n_walks = max(1, size // (4 * 1024))
-    x = tf.random.stateless_uniform(shape, seed=[3, 4])
     fb = rows * FEATURES * 4
+    x = tf.random.stateless_uniform(shape, seed=[3, 4])
 
     def ours(distribution):
-        return lambda step: random_batch(rows, FEATURES, seed=[1, 2], step=step, distribution=distribution)
+        return lambda step: tf_onthefly.random_batch(rows, FEATURES, seed=[1, 2], step=step, distribution=distribution)
 
-    return {
-        "random_batch uniform": (ours("uniform"), fb + rows * 4),
-        "random_batch normal": (ours("normal"), fb + rows * 4),
-        "teacher_task 256->32->4": (lambda step: teacher_task(n_teacher, 256, seed=1, step=step),
-                                    n_teacher * (256 + 1) * 4),
-        "procedural_shapes 64x64x3 u8": (lambda step: procedural_shapes(n_images, 64, 64, seed=1, step=step),
-                                         n_images * (64 * 64 * 3 + 4)),
-        "random_walk length 1024": (lambda step: random_walk(n_walks, 1024, seed=1, step=step),
-                                    n_walks * (1024 + 1) * 4),
-        "tf.random.stateless_uniform": (lambda step: tf.random.stateless_uniform(shape, seed=tf.stack([step, 1])), fb),
-        "tf.random.stateless_normal": (lambda step: tf.random.stateless_normal(shape, seed=tf.stack([step, 1])), fb),
-        "copy x*2 (read+write)": (lambda step: x * tf.cast(step, tf.float32), 2 * fb),
-        NUMPY: (None, fb),
+    out = {
+        "random_batch uniform": (ours("uniform"), fb + rows * 4, False),
+        "random_batch normal": (ours("normal"), fb + rows * 4, False),
+        "random_batch uniform, XLA": (ours("uniform"), fb + rows * 4, True),
+        "random_batch normal, XLA": (ours("normal"), fb + rows * 4, True),
     }
+    for name, spec in tf_onthefly.REGISTRY.items():
+        example, moved = _scaled(spec, size)
+        shown = ", ".join(f"{k}={v.name if hasattr(v, 'name') else v}" for k, v in example.items() if k != "batch_size")
+        out[f"{name} ({shown})"] = (lambda step, spec=spec, example=example: spec.fn(**example, seed=1, step=step),
+                                    moved, False)
+    out.update({
+        "tf.random.stateless_uniform": (lambda step: tf.random.stateless_uniform(shape, seed=tf.stack([step, 1])),
+                                        fb, False),
+        "tf.random.stateless_normal": (lambda step: tf.random.stateless_normal(shape, seed=tf.stack([step, 1])),
+                                       fb, False),
+        "copy x*2 (read+write)": (lambda step: x * tf.cast(step, tf.float32), 2 * fb, False),
+        NUMPY: (None, fb, False),
+        NUMPY_NORMAL: (None, fb, False),
+    })
+    return out
 
 
-NUMPY = "numpy default_rng float32, out="
+def _row(name, moved, seconds_per_output, size):
+    logging.info("%-48s %9.3f ms  %8.1f GB/s", name, seconds_per_output * 1e3, moved / seconds_per_output / 1e9)
+    return dict(name=name, mib=size >> 20, ms=seconds_per_output * 1e3, gb_per_s=moved / seconds_per_output / 1e9,
+                bytes=moved)
 
 
-def _timed(name, moved, call, repeats, unroll):
-    """Result row for a candidate: call(r) makes `unroll` outputs (after any warm-up); the
-    median over `repeats` calls of the time per output."""
+def time_per_output(call, repeats, unroll):
+    """Median over `repeats` of call()'s wall time (call makes `unroll` outputs, synchronised)."""
     times = []
-    for r in range(repeats):
+    for _ in range(repeats):
         t0 = time.perf_counter()
-        call(r)
+        call()
         times.append((time.perf_counter() - t0) / unroll)
-    t = statistics.median(times)
-    logging.info("%-32s %9.3f ms  %8.1f GB/s", name, t * 1e3, moved / t / 1e9)
-    return dict(name=name, ms=t * 1e3, gb_per_s=moved / t / 1e9, bytes=moved)
+    return statistics.median(times)
 
 
 def _measure_numpy(name, moved, repeats, unroll):
-    """NumPy's fastest float32 generator on one host thread into a preallocated array."""
-    import numpy as np
-
+    """NumPy's float32 generators on one host thread into a preallocated array."""
     rng = np.random.default_rng(0)
     out = np.empty(moved // 4, np.float32)
-    rng.random(dtype=np.float32, out=out)  # warm up, fault the pages in
+    draw = rng.random if name == NUMPY else rng.standard_normal
+    draw(dtype=np.float32, out=out)  # warm up, fault the pages in
 
-    def call(_):
+    def call():
         for _ in range(unroll):
-            rng.random(dtype=np.float32, out=out)
+            draw(dtype=np.float32, out=out)
 
-    return _timed(name, moved, call, repeats, unroll)
+    return time_per_output(call, repeats, unroll)
 
 
-def measure(mib=1024, repeats=7, unroll=10, only=None):
-    """Times each candidate; returns [{name, ms, gb_per_s, bytes}] (time per call)."""
-    results = []
-    for name, (make, moved) in _candidates(mib).items():
-        if only and not any(o in name for o in only):
+def _measure_tf(make, jit, repeats, unroll):
+    @tf.function(jit_compile=jit)
+    def run(step0):
+        acc = tf.constant(0.0)
+        # Steps are computed on the host: a value the kernels would read on the GPU anyway,
+        # and the same for every candidate (TF's stateless ops take their seed on the host).
+        with tf.device("/CPU:0"):
+            steps = [step0 + k for k in range(unroll)]
+        for k in range(unroll):
+            # One element of the first output keeps the op from being pruned (every output
+            # comes from the same kernel); the same consumer for every candidate.
+            t = tf.nest.flatten(make(steps[k]))[0]
+            acc += tf.cast(tf.reshape(t, [-1])[0], tf.float32)
+        return acc
+
+    run(tf.constant(0, tf.int64)).numpy()  # trace, warm up, allocate
+    calls = iter(range(1, 1 << 30))
+    return time_per_output(lambda: run(tf.constant(next(calls) * unroll, tf.int64)).numpy(), repeats, unroll)
+
+
+# Each peer in its own process, timed with its own idiom; prints {name: seconds per output}.
+_PEERS = {
+    "torch": """
+import json, statistics, sys, time, torch
+n, repeats, unroll = (int(a) for a in sys.argv[1:4])
+res = {}
+for name, fn in [("torch.rand", torch.rand), ("torch.randn", torch.randn)]:
+    fn(n, device="cuda"); torch.cuda.synchronize()
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(unroll):
+            y = fn(n, device="cuda")
+        torch.cuda.synchronize()
+        ts.append((time.perf_counter() - t0) / unroll)
+    res[f"{name} (PyTorch {torch.__version__})"] = statistics.median(ts)
+print(json.dumps(res))
+""",
+    "jax": """
+import json, statistics, sys, time, jax, jax.numpy as jnp
+n, repeats, unroll = (int(a) for a in sys.argv[1:4])
+res = {}
+for name, fn in [("jax.random.uniform", jax.random.uniform), ("jax.random.normal", jax.random.normal)]:
+    f = jax.jit(lambda k, fn=fn: fn(k, (n,), dtype=jnp.float32))
+    key = jax.random.key(0)
+    f(key).block_until_ready()
+    ts = []
+    for r in range(repeats):
+        keys = jax.random.split(jax.random.key(r + 1), unroll)
+        t0 = time.perf_counter()
+        for k in keys:
+            y = f(k)
+        y.block_until_ready()
+        ts.append((time.perf_counter() - t0) / unroll)
+    res[f"{name} (JAX {jax.__version__}, threefry)"] = statistics.median(ts)
+print(json.dumps(res))
+""",
+    "cupy": """
+import json, statistics, sys, time, cupy
+n, repeats, unroll = (int(a) for a in sys.argv[1:4])
+res = {}
+for name, fn in [("cupy.random.random", cupy.random.random), ("cupy.random.standard_normal", cupy.random.standard_normal)]:
+    fn(n, dtype=cupy.float32); cupy.cuda.Device().synchronize()
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(unroll):
+            y = fn(n, dtype=cupy.float32)
+        cupy.cuda.Device().synchronize()
+        ts.append((time.perf_counter() - t0) / unroll)
+    res[f"{name} (CuPy {cupy.__version__})"] = statistics.median(ts)
+print(json.dumps(res))
+""",
+}
+
+
+def measure_peers(sizes, repeats, unroll, only=None):
+    """Rows for PyTorch, JAX and CuPy where they import, and notes for those that do not."""
+    rows, notes = [], []
+    env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false")
+    for peer, code in _PEERS.items():
+        if only and not any(o in peer for o in only):
             continue
-        if make is None:  # NumPy on the host
-            results.append(_measure_numpy(name, moved, repeats, unroll))
-            continue
+        for size in sizes:
+            try:
+                out = subprocess.run([sys.executable, "-c", code, str(size // 4), str(repeats), str(unroll)],
+                                     capture_output=True, text=True, timeout=600, env=env)
+            except subprocess.TimeoutExpired:
+                notes.append(f"{peer}: timed out")
+                break
+            if out.returncode != 0:
+                notes.append(f"{peer}: skipped ({(out.stderr.strip().splitlines() or ['failed'])[-1][:120]})")
+                break
+            for name, seconds in json.loads(out.stdout.strip().splitlines()[-1]).items():
+                rows.append(_row(name, size // 4 * 4, seconds, size))
+    return rows, notes
 
-        @tf.function
-        def run(step0, make=make):
-            acc = tf.constant(0.0)
-            # Steps are computed on the host: the ops read them from host memory, and a step
-            # made on the GPU would cost each op a device-to-host copy that waits for all the
-            # work queued before it (measured: a quarter of the time of a 1 GiB uniform).
-            with tf.device("/CPU:0"):
-                steps = [step0 + k for k in range(unroll)]
-            for k in range(unroll):
-                # One element of the first output keeps the op from being pruned (every
-                # output comes from the same kernel); the same consumer for every candidate.
-                t = tf.nest.flatten(make(steps[k]))[0]
-                acc += tf.cast(tf.reshape(t, [-1])[0], tf.float32)
-            return acc
 
-        run(tf.constant(0, tf.int64)).numpy()  # trace, warm up, allocate
-        results.append(_timed(name, moved, lambda r, run=run: run(tf.constant((r + 1) * unroll, tf.int64)).numpy(),
-                              repeats, unroll))
-    return results
+def measure(sizes_mib=(1024,), repeats=7, unroll=20, only=None, peers=False):
+    """Times each candidate at each size; returns (rows, notes)."""
+    sizes = [int(m) << 20 for m in sizes_mib]
+    rows, notes = [], []
+    if peers:  # first: TensorFlow takes the GPU's memory once it runs
+        rows, notes = measure_peers(sizes, repeats, unroll, only)
+    for size in sizes:
+        for name, (make, moved, jit) in candidates(size).items():
+            if only and not any(o in name for o in only):
+                continue
+            if make is None:
+                seconds = _measure_numpy(name, moved, repeats, unroll)
+            else:
+                seconds = _measure_tf(make, jit, repeats, unroll)
+            rows.append(_row(name, moved, seconds, size))
+    return rows, notes
 
 
 def main(argv):
     del argv
     gpus = tf.config.list_physical_devices("GPU")
     device = tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU") if gpus else "CPU"
-    res = measure(FLAGS.mib, FLAGS.repeats, FLAGS.unroll, FLAGS.only)
-    copy = [r for r in res if r["name"].startswith("copy")]
-    by_name = {r["name"]: r for r in res}
-    ceiling = copy[0]["gb_per_s"] if copy else float("nan")
-    print(f"device: {device}; outputs of about {FLAGS.mib} MiB; "
-          f"median of {FLAGS.repeats} calls x {FLAGS.unroll} outputs; GB/s = bytes written "
+    rows, notes = measure(FLAGS.mib, FLAGS.repeats, FLAGS.unroll, FLAGS.only, peers=FLAGS.peers and bool(gpus))
+    print(f"device: {device}; median of {FLAGS.repeats} calls x {FLAGS.unroll} outputs; GB/s = bytes written "
           f"(copy: read + written) / time")
-    print(f"{'what':32s} {'ms/call':>9s} {'GB/s':>8s} {'of copy':>8s}")
-    for r in res:
-        print(f"{r['name']:32s} {r['ms']:9.3f} {r['gb_per_s']:8.1f} {r['gb_per_s'] / ceiling:8.1%}")
+    for size in sorted({r["mib"] for r in rows}):
+        sized = [r for r in rows if r["mib"] == size]
+        copy = [r for r in sized if r["name"].startswith("copy")]
+        ceiling = copy[0]["gb_per_s"] if copy else float("nan")
+        print(f"\n{size} MiB outputs\n{'what':64s} {'ms/output':>9s} {'GB/s':>8s} {'of copy':>8s}")
+        for r in sorted(sized, key=lambda r: -r["gb_per_s"]):
+            print(f"{r['name']:64s} {r['ms']:9.3f} {r['gb_per_s']:8.1f} {r['gb_per_s'] / ceiling:8.1%}")
+        by_name = {r["name"]: r for r in sized}
+        for ours, numpy_name in [("random_batch uniform", NUMPY), ("random_batch normal", NUMPY_NORMAL)]:
+            if ours in by_name and numpy_name in by_name:
+                print(f"{ours} / NumPy: {by_name[ours]['gb_per_s'] / by_name[numpy_name]['gb_per_s']:.2f}x "
+                      f"({'GPU' if gpus else 'CPU'} op vs one host thread of NumPy)")
+    for note in notes:
+        print("note:", note)
     if not gpus and os.environ.get("TF_CPU_ALLOCATOR_USE_BFC", "").lower() not in ("1", "true"):
         print("note: TensorFlow's default CPU allocator returns large outputs to the OS, so every "
               "call page-faults its output in again; TF_CPU_ALLOCATOR_USE_BFC=true pools them "
               "(docs/bench.md)")
-    ours = by_name.get("random_batch uniform")
-    if ours and NUMPY in by_name:
-        print(f"random_batch uniform / NumPy: {ours['gb_per_s'] / by_name[NUMPY]['gb_per_s']:.2f}x "
-              f"({'GPU' if gpus else 'CPU'} op vs one host thread of NumPy)")
     if FLAGS.json:
         with open(FLAGS.json, "w") as f:
-            json.dump(dict(device=device, results=res), f, indent=1)
+            json.dump(dict(device=device, results=rows, notes=notes), f, indent=1)
 
 
 if __name__ == "__main__":
