@@ -24,6 +24,6 @@ raw="$tmp/tf_onthefly-$version-py3-none-linux_x86_64.whl"
 cp bazel-bin/tf_onthefly-linux_x86_64.whl "$raw"
 chmod u+w "$raw"
 mkdir -p "$DEST"
-"$PYTHON" -m auditwheel repair --exclude libtensorflow_framework.so.2 --plat "$PLAT" -w "$DEST" "$raw" >"$tmp/log" 2>&1 \
+"$PYTHON" -m auditwheel repair --exclude libtensorflow_framework.so.2 --exclude libtensorflow_cc.so.2 --plat "$PLAT" -w "$DEST" "$raw" >"$tmp/log" 2>&1 \
   || { cat "$tmp/log" >&2; exit 1; }
 ls "$DEST"/tf_onthefly-"$version"-*"$PLAT"*.whl

@@ -88,6 +88,7 @@ def otf_ops_shared_library(name, deps):
         name = name,
         linkshared = 1,
         deps = deps + [
+            "//tf_ops/common:libstdcxx_compat",
             "//tf_ops/sdk:generator_xla",
             "@local_config_tf//:libtensorflow_framework",
             "@local_config_tf//:libtensorflow_cc",
