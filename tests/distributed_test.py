@@ -94,6 +94,21 @@ class MirroredTest(device_util.DeviceTestCase):
         self.assertEqual(int(restored.data_step.numpy()), 100)  # resume position, as on one device
 
 
+    def test_fit_steps_per_execution(self):
+        """Many steps per call under the strategy: the same steps as one per call."""
+        weights = {}
+        for spe in [1, 5]:
+            with self.strategy.scope():
+                model = data.GeneratorModel(make_model(), data.sharded(gen, GLOBAL))
+                model.compile(optimizer=tf.keras.optimizers.Adam(3e-3), steps_per_execution=spe,
+                              loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+            model.fit(data.device_dataset(ticks_per_step=2), epochs=2, steps_per_epoch=10, verbose=0)
+            self.assertEqual(int(model.data_step.numpy()), 20)
+            weights[spe] = model.get_weights()
+        for a, b in zip(weights[1], weights[5]):
+            self.assertAllClose(a, b, rtol=1e-5, atol=1e-6)  # all-reduce order may differ in the last bits
+
+
 def _free_ports(n):
     socks = [socket.socket() for _ in range(n)]
     for s in socks:

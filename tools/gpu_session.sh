@@ -14,11 +14,12 @@ OUT=${OUT:-/tmp/otf-out}; mkdir -p "$OUT"
 . .devtf/extras/env.sh
 export PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=2
 new=/tmp/otf old=/tmp/otf_old
-if [ ! -d $new/tf_onthefly ]; then
+if [ ! -d $old/tf_onthefly ]; then
   python3 -m pip install -q --no-index --no-deps --target $new $(ls .devtf/artifacts/tf_onthefly-*.whl | grep -v baseline)
   if ls .devtf/artifacts/baseline-*.whl >/dev/null 2>&1; then
     mkdir -p $old/tf_onthefly && cp -r $new/tf_onthefly/. $old/tf_onthefly/
-    unzip -q -o -j .devtf/artifacts/baseline-*.whl 'tf_onthefly/_tf_onthefly_ops.so' -d $old/tf_onthefly
+    python3 -c "import sys, zipfile; open(sys.argv[2], 'wb').write(zipfile.ZipFile(sys.argv[1]).read('tf_onthefly/_tf_onthefly_ops.so'))" \
+      .devtf/artifacts/baseline-*.whl $old/tf_onthefly/_tf_onthefly_ops.so
   fi
 fi
 S=$OUT/summary.txt

@@ -285,6 +285,43 @@ class GeneratorModel(tf.keras.Model):
     def _next_batch(self):
         return _generate_and_advance(self.generator, self.data_step)
 
+    def make_train_function(self, force=False):
+        """With steps_per_execution > 1: one tick per execution, then that many steps in a
+        graph loop. The batches come from data_step, not from the ticks, so the loop needs
+        no dataset at all: the host launches one loop per execution and nothing per step.
+        (Keras 3.15's own loop reads an optional element per step, which also fails under
+        tf.distribute strategies: "You must feed a value for placeholder tensor".)"""
+        if self.train_function is not None and not force:
+            return self.train_function
+        super().make_train_function(force=True)
+        steps = int(self.steps_per_execution)
+        if steps == 1 or self.run_eagerly:
+            return self.train_function
+        from keras.src.backend.tensorflow.trainer import reduce_per_replica  # Keras 3 internal
+
+        strategy = self.distribute_strategy
+
+        @tf.autograph.experimental.do_not_convert
+        def one_step(tick):
+            return reduce_per_replica(strategy.run(self.train_step, args=(tick,)), strategy, reduction="auto")
+
+        one_step = tf.function(one_step, reduce_retracing=True, jit_compile=self.jit_compile)
+        unrolled = max(1, min(int(getattr(self, "unrolled_steps_per_execution", 1)), steps))
+
+        @tf.function
+        def many_steps(iterator):
+            tick = iterator.get_next()
+            logs = one_step(tick)
+            for _ in range((steps - 1) % unrolled):
+                logs = one_step(tick)
+            for _ in tf.range((steps - 1) // unrolled):
+                for _ in range(unrolled):
+                    logs = one_step(tick)
+            return logs
+
+        self.train_function = many_steps
+        return self.train_function
+
     def train_step(self, data):
         del data  # a tick: the batch is generated here, on the step's device
         return _multi_worker_logs(super().train_step(tuple(self._next_batch())))
