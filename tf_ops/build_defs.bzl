@@ -6,7 +6,7 @@ otf_ops_shared_library(...), which Python loads once. C++ flags: OTF_COPTS here,
 every C++ target; CUDA flags: CUDA_COPTS in third_party/cuda/cuda.bzl.
 """
 
-load("@local_config_tf//:defs.bzl", "TF_COPTS")
+load("@local_config_tf//:defs.bzl", "TF_COPTS", "TF_HAS_XLA")
 load("//third_party/cuda:cuda.bzl", "cuda_objects")
 
 # TF's own flags from tf.sysconfig (ABI, C++17, Eigen alignment), plus ours:
@@ -21,6 +21,8 @@ OTF_COPTS = TF_COPTS + [
     "-O3",
     "-ffp-contract=off",
     "-fvisibility=hidden",
+    # XLA kernels where the TensorFlow built against has what they need (2.20 on).
+    "-DOTF_WITH_XLA=%d" % (1 if TF_HAS_XLA else 0),
 ]
 
 _TF_DEPS = [
@@ -44,25 +46,27 @@ _CUDA_DEPS = [
 def otf_op_library(name, srcs, gpu_srcs = [], hdrs = [], deps = []):
     """One op family: op registration, CPU kernel, GPU kernel glue and CUDA kernels.
 
+    Makes <name> (the TensorFlow side, a cc_library linked into the op library of the
+    configured TensorFlow) and <name>_cuda (the CUDA kernels, no TensorFlow headers, linked
+    once into libtf_onthefly_kernels.so, which every TensorFlow version's op library uses).
+
     Args:
-      name: the family's name (a cc_library, linked into the shared library).
+      name: the family's name.
       srcs: C++ sources: registration + shape function, kernels (CPU and GPU glue).
       gpu_srcs: CUDA sources (*.cu.cc), kernels and launchers only, no TF headers.
       hdrs: headers shared by the C++ and CUDA sides (generator structs, functors).
       deps: extra cc_library deps of the C++ side.
     """
-    objs = []
-    if gpu_srcs:
-        cuda_objects(
-            name = name + "_cuda",
-            srcs = gpu_srcs,
-            hdrs = hdrs,
-            deps = _CUDA_DEPS,
-        )
-        objs = [":" + name + "_cuda"]
+    cuda_objects(
+        name = name + "_cuda",
+        srcs = gpu_srcs,
+        hdrs = hdrs,
+        deps = _CUDA_DEPS,
+        visibility = ["//visibility:public"],
+    )
     native.cc_library(
         name = name,
-        srcs = srcs + objs,
+        srcs = srcs,
         hdrs = hdrs,
         copts = OTF_COPTS,
         deps = deps + _CC_DEPS + _TF_DEPS,
@@ -77,22 +81,37 @@ def otf_op_library(name, srcs, gpu_srcs = [], hdrs = [], deps = []):
         visibility = ["//visibility:public"],
     )
 
-def otf_ops_shared_library(name, deps):
-    """The one .so Python loads: every op family and the SDK's XLA kernel, linked against
-    TF's framework library and libtensorflow_cc (XLA's op registry lives there).
-
-    -z defs: any symbol that is neither ours nor in libtensorflow_framework.so.2 is a
-    link error here rather than an 'undefined symbol' at import on a user's machine.
-    """
+def otf_kernels_library(name, objects):
+    """The GPU kernels of every family (their CUDA objects), linked once. It includes no
+    TensorFlow header and needs only the CUDA runtime entry points, which every supported
+    TensorFlow's libtensorflow_framework.so.2 exports, so one copy serves every TensorFlow
+    version's op library."""
     native.cc_binary(
         name = name,
         linkshared = 1,
-        deps = deps + [
+        srcs = objects,
+        deps = ["@local_config_tf//:libtensorflow_framework"],
+        linkopts = ["-Wl,-z,defs", "-Wl,-soname," + name],
+        visibility = ["//visibility:public"],
+    )
+
+def otf_ops_shared_library(name, deps, kernels):
+    """The op library Python loads for the configured TensorFlow: every op family and the
+    SDK's XLA kernel, linked against TensorFlow's framework library (and libtensorflow_cc,
+    where XLA's op registry lives), and against `kernels`, found beside it ($ORIGIN).
+
+    -z defs: any symbol that is neither ours nor TensorFlow's is a link error here rather
+    than an 'undefined symbol' at import on a user's machine.
+    """
+    xla = ["//tf_ops/sdk:generator_xla", "@local_config_tf//:libtensorflow_cc"] if TF_HAS_XLA else []
+    native.cc_binary(
+        name = name,
+        linkshared = 1,
+        srcs = [kernels],
+        deps = deps + xla + [
             "//tf_ops/common:libstdcxx_compat",
-            "//tf_ops/sdk:generator_xla",
             "@local_config_tf//:libtensorflow_framework",
-            "@local_config_tf//:libtensorflow_cc",
         ],
-        linkopts = ["-Wl,-z,defs", "-Wl,--as-needed"],
+        linkopts = ["-Wl,-z,defs", "-Wl,--as-needed", "-Wl,-rpath,$$ORIGIN"],
         visibility = ["//visibility:public"],
     )

@@ -1,11 +1,12 @@
-"""Writes the tf-onthefly wheel from the built package files (used by //:wheel).
+"""Writes the tf-onthefly wheel from the built package files (used by build_pip_pkg.sh).
 
-    build_wheel.py --out DIR --platform linux_x86_64 FILE...
+    build_wheel.py --out DIR [--platform linux_x86_64] FILE...
 
 A wheel is a zip with the package, a METADATA, a WHEEL and a RECORD file; writing it
 directly keeps the build offline and reproducible (fixed timestamps, sorted entries).
-FILE are the package's modules, _build_info.py and the op library; they all go into
-tf_onthefly/.
+FILE are the package's modules, _build_info.py, _variants.py (the TensorFlow versions it has
+op libraries for) and the libraries; they all go into tf_onthefly/. The TensorFlow
+requirement is the range of _variants.py's versions.
 """
 import argparse
 import base64
@@ -22,13 +23,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--platform", default="linux_x86_64")
-    ap.add_argument("--tf_version", required=True)
     ap.add_argument("files", nargs="+")
     args = ap.parse_args()
 
     version_py = [f for f in args.files if os.path.basename(f) == "_version.py"][0]
     version = runpy.run_path(version_py)["__version__"]
-    tf_major_minor = ".".join(args.tf_version.split(".")[:2])
+    variants_py = [f for f in args.files if os.path.basename(f) == "_variants.py"][0]
+    minors = sorted(runpy.run_path(variants_py)["VARIANTS"], key=lambda v: tuple(map(int, v.split("."))))
+    newest_major, newest_minor = minors[-1].split(".")
+    tf_requirement = f"tensorflow>={minors[0]},<{newest_major}.{int(newest_minor) + 1}"
     tag = f"py3-none-{args.platform}"
     info = f"{DIST}-{version}.dist-info"
     entries = {}
@@ -41,7 +44,7 @@ def main():
         f"Version: {version}",
         "Summary: TensorFlow custom ops that generate training data on the fly, on CPU or GPU.",
         "Requires-Python: >=3.10",
-        f"Requires-Dist: tensorflow=={tf_major_minor}.*",
+        f"Requires-Dist: {tf_requirement}",
         "Requires-Dist: numpy",
         "Requires-Dist: absl-py",
         "License: Apache-2.0",

@@ -1,26 +1,44 @@
-"""Loads the op library that sits beside this package, after checking TensorFlow's version.
+"""Loads the op library for the installed TensorFlow, after checking that the package has one.
 
-The library is compiled against one TensorFlow release's C++ ABI; loading it into another
-fails with an obscure 'undefined symbol'. So compare versions first and say what to do.
+An op library is compiled against one TensorFlow minor's C++ ABI; loading it into another
+fails with an obscure 'undefined symbol' (or, worse, loads and misbehaves). The wheel holds
+one per supported minor (_variants.py, docs/packaging.md); pick the one that matches, or
+say plainly which versions are supported and what to do.
 """
 import os
 
 import tensorflow as tf
 
-from tf_onthefly import _build_info
+from tf_onthefly import _variants
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def check_tensorflow(found: str = None) -> None:
+def minor(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+def variant_for(found: str = None) -> dict:
+    """The package's variant for TensorFlow `found` (default: the installed one), or ImportError."""
     found = found or tf.__version__
-    built = _build_info.TF_VERSION
-    if found.split(".")[:2] != built.split(".")[:2]:
-        major_minor = ".".join(built.split(".")[:2])
+    supported = sorted(_variants.VARIANTS, key=lambda v: tuple(map(int, v.split("."))))
+    if minor(found) not in _variants.VARIANTS:
+        span = supported[0] if len(supported) == 1 else f"{supported[0]} to {supported[-1]}"
         raise ImportError(
-            f"tf_onthefly was built against TensorFlow {built} but TensorFlow {found} is installed; "
-            f"its op library only loads into TensorFlow {major_minor}.x. Fix: "
-            f"pip install 'tensorflow=={major_minor}.*', or rebuild tf_onthefly against "
-            f"TensorFlow {found} (./configure.sh && bash build_pip_pkg.sh dist).")
+            f"tf_onthefly has op libraries for TensorFlow {span} ({', '.join(supported)}), but TensorFlow "
+            f"{found} is installed. Fix: pip install 'tensorflow>={supported[0]},<{_next_minor(supported[-1])}' "
+            f"(another TensorFlow needs a source build with it added to tf_ops/tf_versions.bzl: "
+            f"docs/packaging.md).")
+    return dict(_variants.VARIANTS[minor(found)], minor=minor(found),
+                library=os.path.join(HERE, f"_ops_tf{minor(found).replace('.', '_')}.so"))
 
 
-check_tensorflow()
-ops = tf.load_op_library(os.path.join(os.path.dirname(os.path.abspath(__file__)), "_tf_onthefly_ops.so"))
+def _next_minor(version: str) -> str:
+    major, m = version.split(".")
+    return f"{major}.{int(m) + 1}"
+
+
+VARIANT = variant_for()
+# XLA kernels (jit_compile) exist in the op libraries for TensorFlow 2.20 on.
+HAS_XLA = VARIANT["xla"]
+ops = tf.load_op_library(VARIANT["library"])

@@ -282,6 +282,20 @@ class GeneratorModel(tf.keras.Model):
         del iterator, data_batch
         return super()._symbolic_build(data_batch=tuple(self.generator(tf.constant(0, tf.int64))))
 
+    def compile(self, *args, jit_compile="auto", **kwargs):
+        """As keras.Model.compile. jit_compile="auto" (XLA on GPUs) and True compile the
+        generator ops with the step; with an op library that has no XLA kernels (TensorFlow
+        before 2.20, `python -m tf_onthefly.info`), "auto" means False and True is refused."""
+        from tf_onthefly import _load
+
+        if not _load.HAS_XLA:
+            if jit_compile is True:
+                raise ValueError(
+                    f"jit_compile=True: tf_onthefly's op library for TensorFlow {_load.VARIANT['minor']} has no "
+                    f"XLA kernels (they need TensorFlow 2.20 or newer); use jit_compile=False")
+            jit_compile = False if jit_compile == "auto" else jit_compile
+        super().compile(*args, jit_compile=jit_compile, **kwargs)
+
     def _next_batch(self):
         return _generate_and_advance(self.generator, self.data_step)
 

@@ -8,20 +8,27 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 def report() -> dict:
     import tensorflow as tf
 
-    from tf_onthefly import _build_info
+    from tf_onthefly import _build_info, _variants
     from tf_onthefly._version import __version__
 
+    supported = sorted(_variants.VARIANTS, key=lambda v: tuple(map(int, v.split("."))))
     try:
-        from tf_onthefly import _load  # noqa: F401  (checks the version, loads the library)
-        loaded = "yes"
+        from tf_onthefly import _load  # checks the version, loads the library
+
+        loaded = f"yes: {os.path.basename(_load.VARIANT['library'])} (built against TensorFlow {_load.VARIANT['tf']})"
+        xla = ("yes (jit_compile, Keras jit_compile='auto' on GPUs)" if _load.HAS_XLA else
+               f"no: the op library for TensorFlow {_load.VARIANT['minor']} has no XLA kernels "
+               f"(they need TensorFlow 2.20 or newer); generation runs as TensorFlow kernels")
     except ImportError as e:  # keep reporting: this is what the user needs to see
-        loaded = f"no: {e}"
+        loaded, xla = f"no: {e}", "no"
     gpus = tf.config.list_physical_devices("GPU")
     return {
         "tf_onthefly": __version__,
-        "TensorFlow built against": _build_info.TF_VERSION,
         "TensorFlow found": tf.__version__,
+        "TensorFlow supported": ", ".join(f"{v} (XLA: {'yes' if _variants.VARIANTS[v]['xla'] else 'no'})"
+                                          for v in supported),
         "op library loads": loaded,
+        "XLA kernels": xla,
         "CUDA version of the kernels": _build_info.CUDA_VERSION,
         "GPU architectures compiled in": ", ".join(_build_info.CUDA_ARCHS) + f" (+ PTX for {_build_info.CUDA_ARCHS[-1]})",
         "GPU visible": ", ".join(g.name for g in gpus) if gpus else "no",
@@ -34,7 +41,7 @@ def main() -> int:
     width = max(map(len, rows))
     for k, v in rows.items():
         print(f"{k:<{width}}  {v}")
-    return 0 if rows["op library loads"] == "yes" else 1
+    return 0 if rows["op library loads"].startswith("yes") else 1
 
 
 if __name__ == "__main__":

@@ -16,9 +16,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "tensorflow/core/framework/op_kernel.h"
 #include "tf_ops/common/float_env.h"
 #include "tf_ops/sdk/generator.h"
+#include "tf_ops/sdk/generator_config.h"
 #include "xla/ffi/api/ffi.h"
 
 // xla/ffi/ffi_api.h needs MLIR headers the TF wheel does not ship; the function is exported
@@ -29,15 +29,6 @@ const XLA_FFI_Api* GetXlaFfiApi();
 
 namespace tf_onthefly {
 namespace sdk {
-
-struct BatchAttrs;
-struct SampleShapes;
-
-// A type attribute's value that selects a generator struct, e.g. {"label_dtype", DT_INT32}.
-struct TypeConstraint {
-  const char* attr;
-  tensorflow::DataType type;
-};
 
 // One generator op as the XLA kernel sees it.
 struct XlaGeneratorOp {

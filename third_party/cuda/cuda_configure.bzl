@@ -4,7 +4,7 @@ There is no CUDA 12 nvcc on PyPI and no system CUDA may be assumed, so the toolc
 clang (Debian's clang-16 compiles CUDA, as TensorFlow's own builds do) pointed at a CUDA
 root that this rule assembles from pieces that do exist (docs/build.md):
 
-    cuda/include          TensorFlow's own CUDA 12.5 headers (tensorflow/include/third_party/gpus)
+    cuda/include          TensorFlow's own CUDA 12 headers (tensorflow/include/third_party/gpus)
     cuda/nvvm/libdevice   libdevice from PyPI's nvidia-cuda-nvcc-cu12 (12.9)
     cuda/bin/ptxas        ptxas from PyPI's nvidia-cuda-nvcc-cu12 (12.9)
     cuda/bin/fatbinary    a wrapper around PyPI's nvidia-cuda-nvcc 13 fatbinary: clang-16
@@ -14,7 +14,7 @@ No CUDA runtime is linked: libtensorflow_framework.so.2 exports the runtime entr
 and forwards them to the libcudart TensorFlow loaded, so the process has one runtime.
 """
 
-_ENV = ["OTF_CLANG", "OTF_CUDA_TOOLS", "OTF_CUDA_ARCHS", "TF_HEADER_DIR"]
+_ENV = ["OTF_CLANG", "OTF_CUDA_TOOLS", "OTF_CUDA_ARCHS", "OTF_CUDA_HEADERS"]
 
 def _get(ctx, name, default = None):
     value = ctx.os.environ.get(name, default)
@@ -30,7 +30,9 @@ def _check(ctx, path, what):
 def _cuda_configure_impl(ctx):
     clang = _check(ctx, _get(ctx, "OTF_CLANG"), "clang (CUDA compiler)")
     tools = _get(ctx, "OTF_CUDA_TOOLS")
-    tf_cuda = _get(ctx, "TF_HEADER_DIR") + "/third_party/gpus/cuda"
+    # The CUDA 12 headers of the TensorFlow configure.sh installed, fixed while the wheel is
+    # built for other TensorFlow versions, so the kernels compile once for every variant.
+    tf_cuda = _get(ctx, "OTF_CUDA_HEADERS")
     cu12 = tools + "/nvidia/cuda_nvcc"
     fatbinary = _check(ctx, tools + "/nvidia/cu13/bin/fatbinary", "fatbinary (pip nvidia-cuda-nvcc 13)")
 
@@ -39,8 +41,8 @@ def _cuda_configure_impl(ctx):
     ctx.symlink(_check(ctx, cu12 + "/bin/ptxas", "ptxas (pip nvidia-cuda-nvcc-cu12)"), "cuda/bin/ptxas")
     ctx.template("cuda/bin/fatbinary", ctx.attr._fatbinary_tpl, {"%{FATBINARY}": fatbinary}, executable = True)
 
-    # "sm_70,sm_80,sm_90": SASS for each; PTX for the newest only, so newer GPUs can JIT it.
-    archs = [a.strip() for a in _get(ctx, "OTF_CUDA_ARCHS", "sm_70,sm_80,sm_90").split(",") if a.strip()]
+    # "sm_60,sm_70,sm_80,sm_90": SASS for each; PTX for the newest only, so newer GPUs can JIT it.
+    archs = [a.strip() for a in _get(ctx, "OTF_CUDA_ARCHS", "sm_60,sm_70,sm_80,sm_90").split(",") if a.strip()]
 
     version = "unknown"
     cuda_h = ctx.read(tf_cuda + "/include/cuda.h")
