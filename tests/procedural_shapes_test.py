@@ -34,7 +34,7 @@ def reference(batch_size, height, width, seed, step, channels=3, dtype=np.uint8,
     ys, xs = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")
     px, py = (xs.astype(f32) + f32(0.5)), (ys.astype(f32) + f32(0.5))
     nw = ref.sample_words(ref.derive_key(seed, 1, step), samples, np.arange(height * width))  # [rows, HW, 4]
-    images = np.zeros((rows, height, width, channels), dtype)
+    images = np.zeros((rows, height, width, channels), dtype)  # float types: the float32 value rounded once
     for i in range(rows):
         dx, dy = (px - cx[i]).astype(f32), (py - cy[i]).astype(f32)
         if cls[i] == 0:
@@ -47,7 +47,7 @@ def reference(batch_size, height, width, seed, step, channels=3, dtype=np.uint8,
         for ch in range(channels):
             bg = (f32(noise) * ref.uniform01(nw[i, :, ch])).astype(f32).reshape(height, width)
             v = np.where(inside, color[i, ch], bg).astype(f32)
-            images[i, ..., ch] = v if dtype == np.float32 else (v * f32(255.0) + f32(0.5)).astype(f32).astype(np.uint8)
+            images[i, ..., ch] = (v * f32(255.0) + f32(0.5)).astype(f32).astype(np.uint8) if dtype == np.uint8 else v
     inv_h, inv_w = f32(1.0) / f32(height), f32(1.0) / f32(width)
     boxes = np.stack([((cy - half_h).astype(f32) * inv_h), ((cx - half_w).astype(f32) * inv_w),
                       ((cy + half_h).astype(f32) * inv_h), ((cx + half_w).astype(f32) * inv_w)], -1).astype(f32)
@@ -59,7 +59,7 @@ ARGUMENTS = dict(
     height=arguments.Arg(st.integers(8, 40), arguments.EDGE_INTS | st.integers(1, 7)),
     width=arguments.Arg(st.integers(8, 40), arguments.EDGE_INTS | st.integers(1, 7)),
     channels=arguments.one_of([1, 3], [-1, 0, 2, 4]),
-    dtype=arguments.one_of([tf.uint8, tf.float32], [tf.int32]),
+    dtype=arguments.one_of([tf.uint8, tf.float32, tf.bfloat16, tf.float16], [tf.int32]),
     min_size=arguments.Arg(st.floats(0.01, 0.5), arguments.EDGE_FLOATS | st.floats(-2, 3)),
     max_size=arguments.Arg(st.floats(0.5, 1.0), arguments.EDGE_FLOATS | st.floats(-2, 3)),
     noise=arguments.unit(),
@@ -71,7 +71,8 @@ def output_sets(kw, outputs):
     """Pixels in [0, 1] (float) or [0, 255]; labels in {0, 1, 2}; boxes normalised, ordered."""
     images, labels, boxes = (t.numpy() for t in outputs)
     assert np.all(np.isfinite(images.astype(np.float64)))
-    if images.dtype == np.float32:
+    if images.dtype != np.uint8:
+        images = images.astype(np.float32)
         assert np.all((images >= 0) & (images <= 1))
     assert np.all((labels >= 0) & (labels < 3))
     assert np.all((boxes >= 0) & (boxes <= 1)) and np.all(boxes[:, 2] >= boxes[:, 0]) and np.all(boxes[:, 3] >= boxes[:, 1])
@@ -111,6 +112,13 @@ class ProceduralShapesTest(device_util.DeviceTestCase, generator_contract.Genera
             outside = (ys < y0) | (ys > y1) | (xs < x0) | (xs > x1)
             self.assertLess(img[i][outside].max(), 0.15 + 1e-6)
             self.assertGreaterEqual(img[i][~outside].max(), 0.4)
+
+    def test_16_bit_images_are_rounded_float(self):
+        import ml_dtypes
+        f, _ = procedural_shapes(8, 16, 16, seed=1, step=1, dtype=tf.float32)
+        for tf_dtype, np_dtype in [(tf.bfloat16, ml_dtypes.bfloat16), (tf.float16, np.float16)]:
+            h, _ = procedural_shapes(8, 16, 16, seed=1, step=1, dtype=tf_dtype)
+            generator_contract.assert_bits_equal(self, [h], [f.numpy().astype(np_dtype)])
 
     def test_uint8_is_rounded_float(self):
         f, _ = procedural_shapes(8, 16, 16, seed=1, step=1, dtype=tf.float32)

@@ -23,14 +23,21 @@ NORMAL_MAX_ULP = 4
 
 
 def reference(batch_size, feature_dim, seed, step, distribution="uniform", low=0.0, high=1.0,
-              label_mode="bernoulli", p=0.5, num_classes=2, label_dtype=np.float32,
+              label_mode="bernoulli", p=0.5, num_classes=2, dtype="float32", label_dtype=np.float32,
               first_sample=0, num_samples=None):
     """OnTheFly>RandomBatch from the contract: features (stream 0, element j = word j % 4 of
-    block j / 4) and labels (stream 1, block 0), as NumPy arrays."""
+    block j / 4) and labels (stream 1, block 0), as NumPy arrays. 16-bit features (dtype
+    "bfloat16" or "float16"): normals rounded to nearest, uniforms rounded down and raised to
+    the type's least value >= low."""
     samples = ref.samples(batch_size, first_sample, num_samples)
     nblocks = (feature_dim + 3) // 4
     w = ref.sample_words(ref.derive_key(seed, 0, step), samples, np.arange(nblocks))
     feats = ref.uniform_in_range(w, low, high) if distribution == "uniform" else ref.normals(w)
+    if dtype != "float32" and distribution == "uniform":
+        floor = ref.least_at_or_above(low, dtype)
+        feats = np.maximum(ref.round_down(feats, dtype), floor)
+    elif dtype != "float32":
+        feats = ref.round_nearest(feats, dtype)
     feats = feats.reshape(len(samples), nblocks * 4)[:, :feature_dim]
     lw = ref.sample_words(ref.derive_key(seed, 1, step), samples, [0])[:, 0, :]
     if label_mode == "bernoulli":
@@ -49,6 +56,7 @@ ARGUMENTS = dict(
     p=arguments.unit(),
     num_classes=arguments.Arg(st.integers(1, 1000) | st.sampled_from([2**24, 2**31, 2**40]),
                               arguments.EDGE_INTS | st.sampled_from([2**24 + 1, 2**31 + 1])),
+    dtype=arguments.one_of([tf.float32, tf.bfloat16, tf.float16], [tf.float64, tf.int32]),
     label_dtype=arguments.one_of([tf.float32, tf.int32, tf.int64], [tf.float16, "int8"]),
 )
 
@@ -56,7 +64,7 @@ ARGUMENTS = dict(
 def output_sets(kw, outputs):
     """What every accepted call returns: uniform features in [low, high), finite normals, labels
     in {0, 1} or [0, num_classes) (exact integers in the label dtype)."""
-    features, labels = (t.numpy() for t in outputs)
+    features, labels = outputs[0].numpy().astype(np.float32), outputs[1].numpy()
     assert np.all(np.isfinite(features))
     if kw.get("distribution", "uniform") == "uniform":
         assert np.all(features >= np.float32(kw.get("low", 0.0))) and np.all(features < np.float32(kw.get("high", 1.0)))
@@ -93,6 +101,25 @@ class RandomBatchTest(device_util.DeviceTestCase, generator_contract.GeneratorCo
                 f, l = random_batch(37, 13, seed=seed, step=step, low=-2.5, high=7.0, p=0.3)
                 rf, rl = reference(37, 13, seed, step, low=-2.5, high=7.0, p=0.3)
                 self.assertBitsEqual([f, l], [rf, rl], msg=f"seed={seed} step={step}")
+
+    def test_16_bit_features_bit_exact(self):
+        """bfloat16 and float16 features: the same words, rounded as the contract says."""
+        for dtype, tf_dtype in [("bfloat16", tf.bfloat16), ("float16", tf.float16)]:
+            for kw in [dict(), dict(low=-2.5, high=7.0), dict(low=0.1, high=0.3), dict(low=-1e-3, high=1e-3),
+                       dict(distribution="normal")]:
+                f, l = random_batch(37, 13, seed=[4, 5], step=6, dtype=tf_dtype, **kw)
+                rf, rl = reference(37, 13, [4, 5], 6, dtype=dtype, **kw)
+                self.assertEqual(f.dtype, tf_dtype)
+                tol = 0 if device_util.device() == "gpu" or kw.get("distribution") != "normal" else None
+                if tol == 0:
+                    self.assertBitsEqual([f, l], [rf, rl], msg=f"{dtype} {kw}")
+                else:  # CPU normals within 1 ulp of the reference before rounding: at most 1 step after
+                    d = np.abs(f.numpy().astype(np.float64) - rf.astype(np.float64))
+                    self.assertLessEqual(float(np.max(d / np.maximum(np.abs(rf.astype(np.float64)), 1e-3))), 0.01)
+                lo, hi = np.float32(kw.get("low", 0.0)), np.float32(kw.get("high", 1.0))
+                if kw.get("distribution", "uniform") == "uniform":
+                    x = f.numpy().astype(np.float32)
+                    self.assertTrue(np.all(x >= lo) and np.all(x < hi), msg=f"{dtype} {kw}")
 
     def test_seeds_and_steps_are_64_bit_words(self):
         """2**64 - 1 and -1 are the same word (the contract reads seeds and steps unsigned)."""
@@ -208,6 +235,9 @@ class RandomBatchBadInputTest(device_util.DeviceTestCase):
         (dict(num_samples=2**63), "num_samples must be in [-2**63, 2**63), got 9223372036854775808"),
         (dict(batch_size=2**40, feature_dim=2**20), "exceeds the per-output cap"),
         (dict(batch_size=1, feature_dim=2**62), "exceeds the per-output cap"),
+        (dict(dtype=tf.float16, low=-7e4), "low must be >= -65504 for dtype half"),
+        (dict(dtype=tf.float16, low=0.1, high=0.10001), "no half value lies in [low, high) = [0.1, 0.10001)"),
+        (dict(dtype=tf.float64), "dtype must be one of float32, bfloat16, float16, got float64"),
         (dict(seed=[1, 2, 3]), "seed must be an int64 scalar or an int64 pair of shape [2], got shape [3]"),
         (dict(seed=[[1, 2]]), "seed must be an int64 scalar or an int64 pair"),
         (dict(seed=1.5), "seed must be an integer, got 1.5"),

@@ -5,6 +5,7 @@ checked against it bit for bit. Slow and simple on purpose. The contract's parts
 here; each generator's own reference (what it makes from these words) is the `reference`
 function of its test, tests/<name>_test.py.
 """
+import ml_dtypes
 import numpy as np
 
 _MASK32 = 0xFFFFFFFF
@@ -114,3 +115,28 @@ def symmetric(w, scale):
     """Uniform in [-scale, scale): fl(fl(2 scale * u) - scale)."""
     scale = np.float32(scale)
     return (np.float32(2.0) * scale * uniform01(w)).astype(np.float32) - scale
+
+
+def sixteen_bit(dtype):
+    """The NumPy type of a 16-bit float feature dtype name ("bfloat16" or "float16")."""
+    return ml_dtypes.bfloat16 if dtype == "bfloat16" else np.float16
+
+
+def round_nearest(x, dtype):
+    """float32 values rounded to nearest even in a 16-bit type (NumPy's and ml_dtypes' cast)."""
+    return np.asarray(x, np.float32).astype(sixteen_bit(dtype))
+
+
+def round_down(x, dtype):
+    """float32 values rounded toward minus infinity in a 16-bit type: the nearest value, one
+    step down where it lies above x."""
+    t = sixteen_bit(dtype)
+    x = np.asarray(x, np.float32)
+    near = x.astype(t)
+    return np.where(near.astype(np.float32) > x, np.nextafter(near, np.array(-np.inf, t)), near).astype(t)
+
+
+def least_at_or_above(low, dtype):
+    """The least value of the 16-bit type that is >= low."""
+    down = round_down(np.float32(low), dtype)
+    return down if down.astype(np.float32) == np.float32(low) else -round_down(-np.float32(low), dtype)

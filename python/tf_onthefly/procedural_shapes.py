@@ -34,7 +34,8 @@ def procedural_shapes(
       batch_size, seed, step, first_sample, num_samples, name: as in `random_batch`.
       height, width: image size in pixels, each in [8, 8192].
       channels: 1 (grey) or 3 (RGB).
-      dtype: tf.uint8 (0..255) or tf.float32 (0..1).
+      dtype: tf.uint8 (0..255), or tf.float32, tf.bfloat16 or tf.float16 (0..1; 16-bit values
+        are the float32 ones rounded to nearest even).
       min_size, max_size: shape size as a fraction of the shorter side,
         0 < min_size <= max_size <= 1.
       noise: background noise amplitude in [0, 1].
@@ -56,4 +57,5 @@ register("OnTheFly>ProceduralShapes", procedural_shapes, examples=[
     dict(batch_size=2, height=16, width=16),
     dict(batch_size=9, height=21, width=35, return_boxes=True),  # a partial last item per row
     dict(batch_size=5, height=16, width=16, channels=1, dtype=tf.float32),
+    dict(batch_size=3, height=12, width=20, dtype=tf.bfloat16),
 ])

@@ -18,6 +18,7 @@ def random_batch(
     label_mode: str = "bernoulli",
     p: float = 0.5,
     num_classes: int = 2,
+    dtype: tf.DType = tf.float32,
     label_dtype: tf.DType = tf.float32,
     first_sample: Union[int, tf.Tensor] = 0,
     num_samples: Optional[int] = None,
@@ -40,6 +41,10 @@ def random_batch(
         (uniform integer in `[0, num_classes)`).
       p: Bernoulli probability in [0, 1].
       num_classes: number of classes (>= 1) for label_mode="classes".
+      dtype: the features' type: tf.float32 (default), tf.bfloat16 or tf.float16. A 16-bit
+        normal is the float32 normal rounded to nearest even; a 16-bit uniform is the float32
+        value rounded down, and never below the type's least value >= low, so it stays in
+        [low, high) (docs/counter-contract.md).
       label_dtype: tf.float32 (default), tf.int32 or tf.int64.
       first_sample: global index of the first sample produced (int64 scalar), for
         sharding a global batch across replicas.
@@ -47,7 +52,7 @@ def random_batch(
       name: op name.
 
     Returns:
-      features: float32 `[num_samples, feature_dim]`.
+      features: `dtype` `[num_samples, feature_dim]`.
       labels: `label_dtype` `[num_samples, 1]`.
 
     Raises:
@@ -59,7 +64,7 @@ def random_batch(
         "OnTheFly>RandomBatch", batch_size, seed, step,
         first_sample=first_sample, num_samples=num_samples, name=name,
         feature_dim=feature_dim, distribution=distribution, low=low, high=high,
-        label_mode=label_mode, p=p, num_classes=num_classes, label_dtype=label_dtype))
+        label_mode=label_mode, p=p, num_classes=num_classes, dtype=dtype, label_dtype=label_dtype))
 
 
 register("OnTheFly>RandomBatch", random_batch, examples=[
@@ -70,4 +75,6 @@ register("OnTheFly>RandomBatch", random_batch, examples=[
     dict(batch_size=100, feature_dim=7, first_sample=50, num_samples=33, label_mode="classes",
          num_classes=9, label_dtype=tf.int64),
     dict(batch_size=8, feature_dim=4, num_samples=0),  # an empty shard
+    dict(batch_size=33, feature_dim=12, dtype=tf.bfloat16, low=-1.0, high=2.0),
+    dict(batch_size=17, feature_dim=9, dtype=tf.float16, distribution="normal"),
 ])

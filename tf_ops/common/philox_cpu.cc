@@ -82,8 +82,6 @@ bool CpuHasAvx2() {
   static const bool avx2 = __builtin_cpu_supports("avx2");
   return avx2;
 }
-#else
-bool CpuHasAvx2() { return false; }
 #endif
 
 }  // namespace
@@ -95,7 +93,5 @@ void UniformFloatBlocks(PhiloxKey key, uint64_t sample, uint32_t first_block, in
 #endif
   UniformFloatBlocksScalar(key, sample, first_block, num_blocks, dst);
 }
-
-bool UniformFloatBlocksUsesAvx2() { return CpuHasAvx2(); }
 
 }  // namespace tf_onthefly

@@ -19,9 +19,6 @@ namespace tf_onthefly {
 void UniformFloatBlocks(PhiloxKey key, uint64_t sample, uint32_t first_block, int64_t num_blocks,
                         float* dst);
 
-// Whether UniformFloatBlocks() uses AVX2 on this CPU (for logs and benchmarks).
-bool UniformFloatBlocksUsesAvx2();
-
 }  // namespace tf_onthefly
 
 #endif  // TF_ONTHEFLY_COMMON_PHILOX_CPU_H_

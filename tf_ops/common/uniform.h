@@ -46,6 +46,107 @@ OTF_HD float UniformInRange(uint32_t w, float low, float range, float high) {
   return x < high ? x : nextafterf(high, low);
 }
 
+// ---- 16-bit floats (bfloat16, IEEE binary16) --------------------------------------------
+// Conversions from float32 done on the bits with integer arithmetic alone, so CPU and GPU
+// give the same bits whatever their hardware converters do. Two roundings: to nearest even
+// (normals: the float32 value rounded once) and toward minus infinity (uniforms: a value in
+// [low, high) stays below high; docs/counter-contract.md).
+enum class Rounding { kNearestEven, kDown };
+
+OTF_HD uint32_t FloatBits(float x) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(x);
+#else
+  uint32_t b;
+  __builtin_memcpy(&b, &x, sizeof(b));
+  return b;
+#endif
+}
+OTF_HD float BitsFloat(uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(b);
+#else
+  float x;
+  __builtin_memcpy(&x, &b, sizeof(x));
+  return x;
+#endif
+}
+
+// A magnitude rounded from `kept` (its top bits) given the bits that are dropped and the
+// value of half a unit of `kept`, for a number of sign `negative`.
+template <Rounding kMode>
+OTF_HD uint32_t RoundMagnitude(uint32_t kept, uint32_t dropped, uint32_t half, bool negative) {
+  if (kMode == Rounding::kNearestEven) return kept + (dropped > half || (dropped == half && (kept & 1u)));
+  return kept + (negative && dropped != 0);  // toward -inf: a negative value grows in magnitude
+}
+
+// bfloat16: float32's top 16 bits, rounded. Finite inputs only.
+template <Rounding kMode>
+OTF_HD uint16_t ToBFloat16(float x) {
+  const uint32_t b = FloatBits(x);
+  const uint32_t sign = b & 0x80000000u, mag = b & 0x7FFFFFFFu;
+  return static_cast<uint16_t>((sign >> 16) |
+                               RoundMagnitude<kMode>(mag >> 16, mag & 0xFFFFu, 0x8000u, sign != 0));
+}
+OTF_HD float FromBFloat16(uint16_t h) { return BitsFloat(static_cast<uint32_t>(h) << 16); }
+
+// binary16 (half): 5 exponent bits (bias 15), 10 mantissa bits, subnormals below 2^-14.
+// Finite inputs only; a magnitude past 65504 rounds to infinity (callers keep values in range).
+template <Rounding kMode>
+OTF_HD uint16_t ToFloat16(float x) {
+  const uint32_t b = FloatBits(x);
+  const uint32_t sign = (b >> 16) & 0x8000u, mag = b & 0x7FFFFFFFu;
+  const int32_t exp = static_cast<int32_t>(mag >> 23) - 127 + 15;  // half's biased exponent
+  uint32_t h;
+  if (exp >= 31) {
+    h = 0x7C00u;  // past the largest finite half
+  } else if (exp >= 1) {
+    h = RoundMagnitude<kMode>((static_cast<uint32_t>(exp) << 10) | ((mag >> 13) & 0x3FFu),
+                              mag & 0x1FFFu, 0x1000u, sign != 0);
+  } else {
+    // Subnormal (or zero) half: the significand with its leading 1, shifted to units of 2^-24.
+    const uint32_t significand = (mag & 0x7FFFFFu) | (mag >= 0x00800000u ? 0x800000u : 0u);
+    const int32_t shift = 14 - exp;  // >= 14
+    if (shift > 24) {
+      h = RoundMagnitude<kMode>(0u, significand, 0xFFFFFFFFu, sign != 0);  // below half the least
+    } else {
+      const uint32_t dropped = significand & ((1u << shift) - 1u);
+      h = RoundMagnitude<kMode>(significand >> shift, dropped, 1u << (shift - 1), sign != 0);
+    }
+  }
+  return static_cast<uint16_t>(sign | h);
+}
+OTF_HD float FromFloat16(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu;
+  if (exp == 0) {  // zero or subnormal: mant * 2^-24, exact in float32
+    const float v = static_cast<float>(mant) * 0x1p-24f;
+    return sign ? -v : v;
+  }
+  if (exp == 31) return BitsFloat(sign | 0x7F800000u | (mant << 13));
+  return BitsFloat(sign | ((exp - 15 + 127) << 23) | (mant << 13));
+}
+
+// The feature types a generator may write, with their conversions from float32.
+struct BFloat16 {
+  using Storage = uint16_t;
+  template <Rounding kMode>
+  OTF_HD static uint16_t From(float x) { return ToBFloat16<kMode>(x); }
+  OTF_HD static float ToFloat(uint16_t h) { return FromBFloat16(h); }
+};
+struct Float16 {
+  using Storage = uint16_t;
+  template <Rounding kMode>
+  OTF_HD static uint16_t From(float x) { return ToFloat16<kMode>(x); }
+  OTF_HD static float ToFloat(uint16_t h) { return FromFloat16(h); }
+};
+struct Float32 {
+  using Storage = float;
+  template <Rounding>
+  OTF_HD static float From(float x) { return x; }
+  OTF_HD static float ToFloat(float x) { return x; }
+};
+
 // Uniform integer in [0, n) from 64 random bits: floor(bits * n / 2^64). Bias at most
 // n / 2^64 per value, and a fixed two words per draw, so it never depends on rejection.
 OTF_HD uint64_t UniformBelow(uint32_t hi_word, uint32_t lo_word, uint64_t n) {

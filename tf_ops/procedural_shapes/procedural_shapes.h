@@ -77,14 +77,20 @@ OTF_HD bool Inside(const Shape& s, float x, float y) {
   return ax <= MulRn(from_apex, 0.5f);
 }
 
+// A pixel value v in [0, 1] as the image type T: uint8_t (round(255 v)), or a float type of
+// uniform.h (Float32, BFloat16, Float16: v rounded to nearest even).
 template <typename T>
-OTF_HD T FromUnit(float v);
+struct Pixel {
+  using Storage = typename T::Storage;
+  OTF_HD static Storage From(float v) { return T::template From<Rounding::kNearestEven>(v); }
+};
 template <>
-OTF_HD float FromUnit<float>(float v) { return v; }
-template <>
-OTF_HD uint8_t FromUnit<uint8_t>(float v) {
-  return static_cast<uint8_t>(AddRn(MulRn(v, 255.0f), 0.5f));  // v in [0, 1]: round
-}
+struct Pixel<uint8_t> {
+  using Storage = uint8_t;
+  OTF_HD static uint8_t From(float v) {
+    return static_cast<uint8_t>(AddRn(MulRn(v, 255.0f), 0.5f));  // v in [0, 1]: round
+  }
+};
 
 template <typename T>
 struct ProceduralShapesGen {
@@ -101,7 +107,7 @@ struct ProceduralShapesGen {
     const Shape s = DrawShape(p, rng);
     const int64_t y = item / ItemsPerRow(p);
     const int64_t x0 = (item - y * ItemsPerRow(p)) * kPixelsPerItem;
-    T* image = out.get<T>(0);
+    auto* image = out.get<typename Pixel<T>::Storage>(0);
     const float py = AddRn(static_cast<float>(y), 0.5f);  // pixel centres
     for (int64_t x = x0; x < x0 + kPixelsPerItem && x < p.width; ++x) {
       const bool inside = Inside(s, AddRn(static_cast<float>(x), 0.5f), py);
@@ -109,7 +115,7 @@ struct ProceduralShapesGen {
       const Words4 n = rng.Block(kNoiseStream, static_cast<uint32_t>(pixel));
       for (int ch = 0; ch < p.channels; ++ch) {
         const float v = inside ? s.color[ch] : MulRn(p.noise, UniformFloat(n[ch]));
-        image[pixel * p.channels + ch] = FromUnit<T>(v);
+        image[pixel * p.channels + ch] = Pixel<T>::From(v);
       }
     }
     if (item == 0) {

@@ -52,7 +52,7 @@ OTF_REGISTER_GENERATOR_OP("OnTheFly>ProceduralShapes", ProceduralShapesConfig)
     .Attr("height: int")
     .Attr("width: int")
     .Attr("channels: int = 3")
-    .Attr("dtype: {uint8, float} = DT_UINT8")
+    .Attr("dtype: {uint8, float, bfloat16, half} = DT_UINT8")
     .Attr("min_size: float = 0.25")
     .Attr("max_size: float = 0.7")
     .Attr("noise: float = 0.15")
@@ -63,8 +63,12 @@ the class label and the normalised bounding box [ymin, xmin, ymax, xmax].
 
 OTF_REGISTER_GENERATOR_KERNELS(ProceduralShapesConfig, ProceduralShapesGen<uint8_t>)(
     "OnTheFly>ProceduralShapes", {{"dtype", tensorflow::DT_UINT8}});
-OTF_REGISTER_GENERATOR_KERNELS(ProceduralShapesConfig, ProceduralShapesGen<float>)(
+OTF_REGISTER_GENERATOR_KERNELS(ProceduralShapesConfig, ProceduralShapesGen<Float32>)(
     "OnTheFly>ProceduralShapes", {{"dtype", tensorflow::DT_FLOAT}});
+OTF_REGISTER_GENERATOR_KERNELS(ProceduralShapesConfig, ProceduralShapesGen<BFloat16>)(
+    "OnTheFly>ProceduralShapes", {{"dtype", tensorflow::DT_BFLOAT16}});
+OTF_REGISTER_GENERATOR_KERNELS(ProceduralShapesConfig, ProceduralShapesGen<Float16>)(
+    "OnTheFly>ProceduralShapes", {{"dtype", tensorflow::DT_HALF}});
 
 }  // namespace procedural_shapes
 }  // namespace tf_onthefly

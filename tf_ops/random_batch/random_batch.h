@@ -5,6 +5,7 @@
 #define TF_ONTHEFLY_RANDOM_BATCH_RANDOM_BATCH_H_
 
 #include <cstdint>
+#include <type_traits>
 
 #include "tf_ops/common/uniform.h"
 #include "tf_ops/sdk/generator.h"
@@ -27,21 +28,24 @@ struct Params {
   Distribution distribution;
   float low, range, high;  // uniform: low + range * u, kept below high
   bool unit_range;         // low == 0 and high == 1: the words' own [0, 1) floats
+  float low_up;            // 16-bit features: the least value of the type >= low
   LabelMode label_mode;
   float p;               // Bernoulli probability
   uint64_t num_classes;  // classes mode
 };
 
-template <typename TLabel>
+// TFeature: Float32, BFloat16 or Float16 (uniform.h); TLabel: float, int32_t or int64_t.
+template <typename TFeature, typename TLabel>
 struct RandomBatchGen {
   using Params = random_batch::Params;
+  using Feature = typename TFeature::Storage;
   static constexpr int kNumStreams = 2;
 
   OTF_HD static int64_t ItemsPerSample(const Params& p) { return (p.feature_dim + 3) / 4; }
 
-  // GPU kernel variants (generator.h): 1 for [0, 1) features in rows of whole float4s (the
-  // default, and the bulk of generated data), where the body below has none of its branches
-  // on Params; 0 for everything else. The CPU runs Generate, i.e. variant 0.
+  // GPU kernel variants (generator.h): 1 for [0, 1) features in rows of whole groups of four
+  // (the default, and the bulk of generated data), where the body below has none of its
+  // branches on Params; 0 for everything else. The CPU runs Generate, i.e. variant 0.
   static constexpr int kNumVariants = 2;
   OTF_HD static int Variant(const Params& p) {
     return p.distribution == Distribution::kUniform && p.unit_range && (p.feature_dim & 3) == 0;
@@ -55,30 +59,27 @@ struct RandomBatchGen {
   template <int V>
   OTF_HD static void GenerateVariant(const Params& p, const sdk::SampleRng<kNumStreams>& rng,
                                      int64_t block, const sdk::SampleOutputs& out) {
-    constexpr bool kUnitFloat4 = V == 1;  // Variant(p) == 1 settles the two tests below
+    constexpr bool kUnitRow4 = V == 1;  // Variant(p) == 1 settles the two tests below
     const Words4 w = rng.Block(kFeatureStream, static_cast<uint32_t>(block));
-    float v[4];
-    if (kUnitFloat4 || (p.distribution == Distribution::kUniform && p.unit_range)) {
-      // [0, 1): low + 1 * u is u exactly and u < 1, so this is the general path's value.
-      v[0] = UniformFloat(w.w0);
-      v[1] = UniformFloat(w.w1);
-      v[2] = UniformFloat(w.w2);
-      v[3] = UniformFloat(w.w3);
+    Feature v[4];
+    if (kUnitRow4 || (p.distribution == Distribution::kUniform && p.unit_range)) {
+      // [0, 1): low + 1 * u is u exactly and u < 1, so this is the general path's value;
+      // rounded down in a 16-bit type it stays in [0, 1) (0 is every type's own).
+      for (int i = 0; i < 4; ++i) v[i] = TFeature::template From<Rounding::kDown>(UniformFloat(w[i]));
     } else if (p.distribution == Distribution::kUniform) {
-      v[0] = UniformInRange(w.w0, p.low, p.range, p.high);
-      v[1] = UniformInRange(w.w1, p.low, p.range, p.high);
-      v[2] = UniformInRange(w.w2, p.low, p.range, p.high);
-      v[3] = UniformInRange(w.w3, p.low, p.range, p.high);
+      for (int i = 0; i < 4; ++i) v[i] = Uniform(p, w[i]);
     } else {
-      BoxMuller(w.w0, w.w1, &v[0], &v[1]);
-      BoxMuller(w.w2, w.w3, &v[2], &v[3]);
+      float z[4];
+      BoxMuller(w.w0, w.w1, &z[0], &z[1]);
+      BoxMuller(w.w2, w.w3, &z[2], &z[3]);
+      for (int i = 0; i < 4; ++i) v[i] = TFeature::template From<Rounding::kNearestEven>(z[i]);
     }
-    float* dst = out.get<float>(0) + 4 * block;
+    Feature* dst = out.get<Feature>(0) + 4 * block;
     const int64_t n = p.feature_dim - 4 * block;
 #if defined(__CUDA_ARCH__)
-    // Rows a multiple of 4 floats long: one aligned 16-byte store (TF aligns to 64 bytes).
-    if (kUnitFloat4 || (p.feature_dim & 3) == 0) {
-      *reinterpret_cast<float4*>(dst) = make_float4(v[0], v[1], v[2], v[3]);
+    // Rows a multiple of 4 values long: one aligned vector store (TF aligns to 64 bytes).
+    if (kUnitRow4 || (p.feature_dim & 3) == 0) {
+      Store4(dst, v);
     } else
 #endif
     {
@@ -87,14 +88,35 @@ struct RandomBatchGen {
     if (block == 0) *out.get<TLabel>(1) = Label(p, rng);
   }
 
+  // A uniform in [low, high) of the feature type: the float32 value (below high), rounded
+  // down, and no lower than the type's least value >= low.
+  OTF_HD static Feature Uniform(const Params& p, uint32_t word) {
+    const float x = UniformInRange(word, p.low, p.range, p.high);
+    if constexpr (std::is_same_v<TFeature, Float32>) return x;
+    const Feature down = TFeature::template From<Rounding::kDown>(x);
+    return TFeature::ToFloat(down) < p.low_up ? TFeature::template From<Rounding::kDown>(p.low_up) : down;
+  }
+
+#if defined(__CUDA_ARCH__)
+  OTF_HD static void Store4(float* dst, const float* v) {
+    *reinterpret_cast<float4*>(dst) = make_float4(v[0], v[1], v[2], v[3]);
+  }
+  OTF_HD static void Store4(uint16_t* dst, const uint16_t* v) {
+    *reinterpret_cast<uint2*>(dst) = make_uint2(v[0] | (static_cast<uint32_t>(v[1]) << 16),
+                                                v[2] | (static_cast<uint32_t>(v[3]) << 16));
+  }
+#endif
+
 #if !defined(__CUDACC__)
-  // CPU fast path for [0, 1) features, the default and the common case: the same values as
-  // the items', eight Philox blocks at a time (AVX2). Other distributions run the items.
+  // CPU fast path for float32 [0, 1) features, the default and the common case: the same
+  // values as the items', eight Philox blocks at a time (AVX2). Everything else runs the items.
   static bool GenerateSampleCpu(const Params& p, const sdk::SampleRng<kNumStreams>& rng,
                                 const sdk::SampleOutputs& out) {
-    if (p.distribution != Distribution::kUniform || !p.unit_range) return false;
+    if (!std::is_same_v<TFeature, Float32> || p.distribution != Distribution::kUniform || !p.unit_range)
+      return false;
     const int64_t full_blocks = p.feature_dim / 4;
-    UniformFloatBlocks(rng.key(kFeatureStream), rng.sample(), 0, full_blocks, out.get<float>(0));
+    UniformFloatBlocks(rng.key(kFeatureStream), rng.sample(), 0, full_blocks,
+                       reinterpret_cast<float*>(out.get<Feature>(0)));
     if (4 * full_blocks < p.feature_dim) Generate(p, rng, full_blocks, out);  // partial block
     if (full_blocks > 0) *out.get<TLabel>(1) = Label(p, rng);  // else the item above wrote it
     return true;

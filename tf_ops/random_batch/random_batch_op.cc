@@ -19,6 +19,24 @@ int64_t MaxClasses(tensorflow::DataType label_dtype) {
   }
 }
 
+// The least value of the feature type that is >= low (low itself for float32), and whether
+// [low, high) holds a value of the type at all.
+template <typename T>
+float LeastAtOrAbove(float low) {
+  const float down = T::ToFloat(T::template From<Rounding::kDown>(low));
+  return down == low ? low : -T::ToFloat(T::template From<Rounding::kDown>(-low));
+}
+
+// The largest finite value of each feature type: a uniform range must start at or above its
+// negation (rounding down from further below would leave the type's range).
+float MaxFinite(tensorflow::DataType dtype) {
+  switch (dtype) {
+    case tensorflow::DT_BFLOAT16: return 3.38953139e38f;
+    case tensorflow::DT_HALF: return 65504.0f;
+    default: return 3.40282347e38f;
+  }
+}
+
 struct RandomBatchConfig {
   using Params = random_batch::Params;
 
@@ -26,7 +44,8 @@ struct RandomBatchConfig {
   static absl::Status Configure(Ctx* c, Params* p, sdk::SampleShapes* shapes) {
     std::string distribution, label_mode;
     int64_t num_classes;
-    tensorflow::DataType label_dtype;
+    tensorflow::DataType dtype, label_dtype;
+    TF_RETURN_IF_ERROR(c->GetAttr("dtype", &dtype));
     TF_RETURN_IF_ERROR(c->GetAttr("feature_dim", &p->feature_dim));
     TF_RETURN_IF_ERROR(c->GetAttr("distribution", &distribution));
     TF_RETURN_IF_ERROR(c->GetAttr("low", &p->low));
@@ -47,6 +66,16 @@ struct RandomBatchConfig {
     }
     p->range = p->high - p->low;
     p->unit_range = p->low == 0.0f && p->high == 1.0f;
+    p->low_up = dtype == tensorflow::DT_BFLOAT16 ? LeastAtOrAbove<BFloat16>(p->low)
+                : dtype == tensorflow::DT_HALF   ? LeastAtOrAbove<Float16>(p->low)
+                                                 : p->low;
+    if (p->distribution == Distribution::kUniform) {
+      const std::string type = tensorflow::DataTypeString(dtype);
+      OTF_REQUIRE(p->low >= -MaxFinite(dtype), "low must be >= ", -MaxFinite(dtype), " for dtype ", type,
+                  " (the type's range), got ", p->low);
+      OTF_REQUIRE(p->low_up < p->high, "no ", type, " value lies in [low, high) = [", p->low, ", ",
+                  p->high, "); widen the range");
+    }
     p->label_mode = label_mode == "classes" ? LabelMode::kClasses : LabelMode::kBernoulli;
     OTF_REQUIRE(p->p >= 0.0f && p->p <= 1.0f, "p must be in [0, 1], got ", p->p);
     OTF_REQUIRE(num_classes >= 1, "num_classes must be >= 1, got ", num_classes);
@@ -63,7 +92,7 @@ struct RandomBatchConfig {
 };
 
 OTF_REGISTER_GENERATOR_OP("OnTheFly>RandomBatch", RandomBatchConfig)
-    .Output("features: float")
+    .Output("features: dtype")
     .Output("labels: label_dtype")
     .Attr("feature_dim: int")
     .Attr("distribution: {'uniform', 'normal'} = 'uniform'")
@@ -72,6 +101,7 @@ OTF_REGISTER_GENERATOR_OP("OnTheFly>RandomBatch", RandomBatchConfig)
     .Attr("label_mode: {'bernoulli', 'classes'} = 'bernoulli'")
     .Attr("p: float = 0.5")
     .Attr("num_classes: int = 2")
+    .Attr("dtype: {float, bfloat16, half} = DT_FLOAT")
     .Attr("label_dtype: {float, int32, int64} = DT_FLOAT")
     .Doc(R"doc(
 A batch of random features and labels, a pure function of (seed, step, sample index).
@@ -80,12 +110,17 @@ Row i of the output is global sample first_sample + i of the step's global batch
 batch_size samples; docs/counter-contract.md gives the exact mapping.
 )doc");
 
-OTF_REGISTER_GENERATOR_KERNELS(RandomBatchConfig, RandomBatchGen<float>)(
-    "OnTheFly>RandomBatch", {{"label_dtype", tensorflow::DT_FLOAT}});
-OTF_REGISTER_GENERATOR_KERNELS(RandomBatchConfig, RandomBatchGen<int32_t>)(
-    "OnTheFly>RandomBatch", {{"label_dtype", tensorflow::DT_INT32}});
-OTF_REGISTER_GENERATOR_KERNELS(RandomBatchConfig, RandomBatchGen<int64_t>)(
-    "OnTheFly>RandomBatch", {{"label_dtype", tensorflow::DT_INT64}});
+// One set of kernels per (feature dtype, label dtype).
+#define OTF_RANDOM_BATCH_KERNELS(Feature, feature_dtype, Label, label_dtype)           \
+  OTF_REGISTER_GENERATOR_KERNELS(RandomBatchConfig, RandomBatchGen<Feature, Label>)( \
+      "OnTheFly>RandomBatch", {{"dtype", feature_dtype}, {"label_dtype", label_dtype}})
+#define OTF_RANDOM_BATCH_KERNELS_FOR(Feature, feature_dtype)                  \
+  OTF_RANDOM_BATCH_KERNELS(Feature, feature_dtype, float, tensorflow::DT_FLOAT);   \
+  OTF_RANDOM_BATCH_KERNELS(Feature, feature_dtype, int32_t, tensorflow::DT_INT32); \
+  OTF_RANDOM_BATCH_KERNELS(Feature, feature_dtype, int64_t, tensorflow::DT_INT64)
+OTF_RANDOM_BATCH_KERNELS_FOR(Float32, tensorflow::DT_FLOAT);
+OTF_RANDOM_BATCH_KERNELS_FOR(BFloat16, tensorflow::DT_BFLOAT16);
+OTF_RANDOM_BATCH_KERNELS_FOR(Float16, tensorflow::DT_HALF);
 
 }  // namespace random_batch
 }  // namespace tf_onthefly
