@@ -57,8 +57,25 @@ OTF_REGISTER_GENERATOR_OP("OnTheFly>ProceduralShapes", ProceduralShapesConfig)
     .Attr("max_size: float = 0.7")
     .Attr("noise: float = 0.15")
     .Doc(R"doc(
-Images of one random circle (0), rectangle (1) or triangle (2) on a noisy background, with
-the class label and the normalised bounding box [ymin, xmin, ymax, xmax].
+Images of one random circle, rectangle or triangle each, with class and bounding box.
+
+One shape per image: class 0 circle, 1 rectangle (aspect 0.5-1), 2 triangle (apex up or
+down), its size a fraction in [min_size, max_size] of the shorter side, fully inside the
+image, its colour channels in [0.4, 1), on a background of noise * U[0, 1) per pixel and
+channel. Streams: shape 0 (blocks 0-2), background 1 (block = pixel). Bit-identical on CPU
+and GPU.
+
+images: [num_samples, height, width, channels] of dtype: uint8 round(255 v), or v itself
+  (float32; bfloat16 and float16 rounded to nearest even), for pixel values v in [0, 1].
+labels: [num_samples, 1] int32: the shape's class, 0, 1 or 2.
+boxes: [num_samples, 4] float32: the normalised box [ymin, xmin, ymax, xmax].
+height: Image height in pixels, in [8, 8192].
+width: Image width in pixels, in [8, 8192].
+channels: 1 (grey) or 3 (RGB).
+dtype: uint8, float32, bfloat16 or float16.
+min_size: The least shape size, a fraction of the shorter side: 0 < min_size <= max_size.
+max_size: The largest shape size, a fraction of the shorter side, <= 1.
+noise: The background noise amplitude, in [0, 1].
 )doc");
 
 OTF_REGISTER_GENERATOR_KERNELS(ProceduralShapesConfig, ProceduralShapesGen<uint8_t>)(

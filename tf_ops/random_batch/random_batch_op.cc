@@ -106,8 +106,28 @@ OTF_REGISTER_GENERATOR_OP("OnTheFly>RandomBatch", RandomBatchConfig)
     .Doc(R"doc(
 A batch of random features and labels, a pure function of (seed, step, sample index).
 
-Row i of the output is global sample first_sample + i of the step's global batch of
-batch_size samples; docs/counter-contract.md gives the exact mapping.
+Row i of the outputs is global sample first_sample + i of the step's global batch;
+docs/counter-contract.md gives the exact mapping (features: stream 0, element j from word
+j % 4 of block j / 4; labels: stream 1, block 0). Uniform float32 features and every label
+are bit-identical on CPU and GPU; so are 16-bit features, which are the float32 values
+rounded (normals to nearest even; uniforms down, then raised to the type's least value
+>= low, so they stay in [low, high)).
+
+features: [num_samples, feature_dim] of dtype.
+labels: [num_samples, 1] of label_dtype: 0 or 1 (bernoulli), or a class in
+  [0, num_classes).
+feature_dim: Features per sample, >= 1.
+distribution: "uniform" (in [low, high)) or "normal" (standard normal).
+low: The uniform range's start: finite, >= -(the dtype's largest value).
+high: The uniform range's end: finite, > low, with high - low finite in float32 and
+  some value of dtype in [low, high).
+label_mode: "bernoulli" (1 with probability p) or "classes" (uniform in
+  [0, num_classes)).
+p: Bernoulli probability, in [0, 1] (effectively a multiple of 2^-24).
+num_classes: Classes for label_mode "classes", >= 1, and no more than label_dtype
+  holds exactly: 2^24 for float32, 2^31 for int32, 2^63 - 1 for int64.
+dtype: The features' type: float32, bfloat16 or float16.
+label_dtype: The labels' type: float32, int32 or int64.
 )doc");
 
 // One set of kernels per (feature dtype, label dtype).

@@ -22,7 +22,16 @@ struct RandomWalkConfig {
 OTF_REGISTER_GENERATOR_OP("OnTheFly>RandomWalk", RandomWalkConfig)
     .Output("walks: int32")
     .Output("labels: int32")
-    .Attr("length: int");
+    .Attr("length: int")
+    .Doc(R"doc(
+Random walks of +1/-1 steps, and whether each ends above 0 (the tutorial generator).
+
+Step t of a walk is bit t % 32 of word t / 32 of stream 0 (1 means +1).
+
+walks: [num_samples, length] int32: the walk's positions after each step.
+labels: [num_samples, 1] int32: 1 if the walk ends above 0, else 0.
+length: Steps per walk, in [1, 2^20].
+)doc");
 
 OTF_REGISTER_GENERATOR_KERNELS(RandomWalkConfig, RandomWalkGen)("OnTheFly>RandomWalk");
 

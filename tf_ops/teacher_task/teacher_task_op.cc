@@ -78,8 +78,27 @@ OTF_REGISTER_GENERATOR_OP("OnTheFly>TeacherTask", TeacherTaskConfig)
     .Attr("distribution: {'normal', 'uniform'} = 'normal'")
     .Attr("label_dtype: {int32, int64, float} = DT_INT32")
     .Doc(R"doc(
-Features and the labels a fixed random two-layer ReLU teacher (chosen by task_seed) gives
-them; classification (argmax, optional label flips) or regression (plus Gaussian noise).
+Features and the labels a fixed random two-layer ReLU teacher gives them.
+
+The teacher o = W2 relu(W1 x + b1) has weights uniform with variance 1/fan_in and biases in
+[-0.5, 0.5), all a pure function of task_seed (streams 100-102 under the key of
+(task_seed, 0) at step 0): the same task for every data seed and step. Classification
+labels are argmax o, replaced with probability noise by a uniformly random class;
+regression labels are o[0] + noise * N(0, 1). Streams: features 0, label noise 1. With
+uniform features every output is bit-identical on CPU and GPU.
+
+features: [num_samples, feature_dim] float32.
+labels: [num_samples, 1] of label_dtype: a class in [0, num_classes), or the
+  regression target (finite for every accepted argument).
+feature_dim: Features per sample, in [1, 65536].
+task: "classification" or "regression".
+num_classes: Classes, in [2, 64] (classification).
+hidden: The teacher's hidden units, in [1, 4096].
+noise: Classification: the label flip probability, in [0, 1]. Regression: the noise's
+  standard deviation, in [0, 1e37] (so every label stays finite).
+task_seed: Picks the teacher; a 64-bit word like seed (any of [-2^63, 2^64) in Python).
+distribution: Features "normal" (standard) or "uniform" (in [-1, 1)).
+label_dtype: int32, int64 or float32 (regression: float32 only).
 )doc");
 
 OTF_REGISTER_GENERATOR_KERNELS(TeacherTaskConfig, TeacherTaskGen<float>)(
