@@ -12,5 +12,6 @@ GENERATORS = [
     "procedural_shapes",
     "random_batch",
     "random_walk",
+    "tabular_mixture",
     "teacher_task",
 ]
