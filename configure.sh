@@ -83,7 +83,8 @@ cflags = tf.sysconfig.get_compile_flags()
 lflags = tf.sysconfig.get_link_flags()
 inc = [f[2:] for f in cflags if f.startswith("-I")][0]
 libdir = [f[2:] for f in lflags if f.startswith("-L")][0]
-for k, v in dict(TF_HEADER_DIR=inc, TF_SHARED_LIBRARY_DIR=libdir,
+gpus = len(tf.config.list_physical_devices("GPU"))
+for k, v in dict(TF_HEADER_DIR=inc, TF_SHARED_LIBRARY_DIR=libdir, TF_GPUS=str(gpus),
                  TF_COMPILE_FLAGS=" ".join(f for f in cflags if not f.startswith("-I")),
                  TF_VERSION=tf.__version__).items():
     print(f"{k}={shlex.quote(v)}")
@@ -102,8 +103,12 @@ build --repo_env=OTF_CLANG="$(command -v clang++-16)"
 build --repo_env=OTF_CUDA_TOOLS="$TOOLS"
 build --repo_env=OTF_CUDA_HEADERS="$TF_HEADER_DIR/third_party/gpus/cuda"
 build --repo_env=OTF_CUDA_ARCHS="$OTF_CUDA_ARCHS"
+$([ "$TF_GPUS" = 0 ] && echo "# No GPU visible here: the requires-gpu test variants would only skip, so they are not run
+# (and not reported as passed). Configure on a GPU machine to run them.
+test --test_tag_filters=-requires-gpu")
 build:asan --test_env=LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so.6)"
 build:ubsan --test_env=LD_PRELOAD="$(gcc -print-file-name=libubsan.so)"
 RC
 log "tensorflow $TF_VERSION at $TF_SHARED_LIBRARY_DIR; python $PYTHON"
+[ "$TF_GPUS" = 0 ] && log "no GPU visible: bazel test runs the CPU variants only (requires-gpu filtered out)"
 log "wrote .tf_configure.bazelrc; now: bazel test //..."
