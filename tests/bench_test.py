@@ -1,4 +1,5 @@
 """The bench main job runs end to end (tiny timings: no timed assertions), and profile_input."""
+
 import json
 import os
 import tempfile
@@ -6,13 +7,13 @@ import time
 
 import tensorflow as tf
 
-import device_util
 import tf_onthefly
 from tf_onthefly import bench, rates
 
+import device_util
+
 
 class BenchTest(device_util.DeviceTestCase):
-
     def test_every_path_mode_and_outputs(self):
         gpu = device_util.device() == "gpu"
         lines = []

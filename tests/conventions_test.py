@@ -1,15 +1,17 @@
 """Repository conventions every generator follows, so adding one is a change in one place:
 its own files (tf_ops/<name>/, python/tf_onthefly/<name>.py, tests/<name>_test.py), one line
 in tf_ops/generators.bzl, and docs/ops.md regenerated (tools/gen_ops_doc.py)."""
+
 import ast
 import os
 import re
 
 import tensorflow as tf
 
-import gen_ops_doc
 import tf_onthefly
 from tf_onthefly import _build_info
+
+import gen_ops_doc
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 SNAKE = lambda op: re.sub(r"(?<!^)(?=[A-Z])", "_", op.split(">", 1)[1]).lower()  # noqa: E731
@@ -21,7 +23,6 @@ def _read(*path):
 
 
 class ConventionsTest(tf.test.TestCase):
-
     def test_registry_is_the_build_list(self):
         """Every module the build lists registers a generator, and only those do."""
         self.assertEqual(sorted(tf_onthefly.REGISTRY), sorted(_build_info.GENERATOR_MODULES))
@@ -37,9 +38,14 @@ class ConventionsTest(tf.test.TestCase):
     def test_files_by_role(self):
         for name in tf_onthefly.REGISTRY:
             with self.subTest(generator=name):
-                for path in [f"tf_ops/{name}/BUILD", f"tf_ops/{name}/{name}.h", f"tf_ops/{name}/{name}_op.cc",
-                             f"tf_ops/{name}/{name}_kernels.cu.cc", f"python/tf_onthefly/{name}.py",
-                             f"tests/{name}_test.py"]:
+                for path in [
+                    f"tf_ops/{name}/BUILD",
+                    f"tf_ops/{name}/{name}.h",
+                    f"tf_ops/{name}/{name}_op.cc",
+                    f"tf_ops/{name}/{name}_kernels.cu.cc",
+                    f"python/tf_onthefly/{name}.py",
+                    f"tests/{name}_test.py",
+                ]:
                     self.assertTrue(os.path.exists(os.path.join(ROOT, path)), f"{name} lacks {path}")
 
     def test_each_generator_test_has_reference_arguments_output_sets_and_contract(self):
@@ -50,8 +56,9 @@ class ConventionsTest(tf.test.TestCase):
             with self.subTest(generator=name):
                 tree = ast.parse(_read("tests", f"{name}_test.py"))
                 functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
-                assigned = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
-                            if isinstance(t, ast.Name)}
+                assigned = {
+                    t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)
+                }
                 bases = {ast.unparse(b) for n in tree.body if isinstance(n, ast.ClassDef) for b in n.bases}
                 self.assertIn("reference", functions)
                 self.assertIn("output_sets", functions)
@@ -69,8 +76,11 @@ class ConventionsTest(tf.test.TestCase):
                     self.assertTrue(arg.description, f"{spec.op}: .Doc does not describe {arg.name}")
 
     def test_op_reference_is_current(self):
-        self.assertEqual(gen_ops_doc.render(), _read("docs", "ops.md"),
-                         msg="docs/ops.md is not current: run python3 tools/gen_ops_doc.py")
+        self.assertEqual(
+            gen_ops_doc.render(),
+            _read("docs", "ops.md"),
+            msg="docs/ops.md is not current: run python3 tools/gen_ops_doc.py",
+        )
 
 
 if __name__ == "__main__":

@@ -1,13 +1,15 @@
 """Training integration: the three paths train with model.fit, resume exactly, report drift."""
+
 import os
 import tempfile
 
 import numpy as np
 import tensorflow as tf
 
-import device_util
 import tf_onthefly
 from tf_onthefly import data, models
+
+import device_util
 
 SEED = 3
 
@@ -22,13 +24,15 @@ def make_model():
 
 
 def compile_(model, **kwargs):
-    model.compile(optimizer=tf.keras.optimizers.Adam(3e-3),
-                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True), **kwargs)
+    model.compile(
+        optimizer=tf.keras.optimizers.Adam(3e-3),
+        loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        **kwargs,
+    )
     return model
 
 
 class TrainingPathsTest(device_util.DeviceTestCase):
-
     def assertLossFalls(self, history):
         loss = history.history["loss"]
         self.assertLess(loss[-1], 0.8 * loss[0], msg=str(loss))
@@ -60,6 +64,7 @@ class TrainingPathsTest(device_util.DeviceTestCase):
         # first output, flattened, as the input; the second as a float regression target
         for name, spec in tf_onthefly.REGISTRY.items():
             with self.subTest(generator=name):
+
                 def gen(step, spec=spec):
                     outs = spec.fn(**spec.examples[0], seed=1, step=step)
                     x = tf.reshape(tf.cast(outs[0], tf.float32), [outs[0].shape[0], -1])
@@ -73,14 +78,19 @@ class TrainingPathsTest(device_util.DeviceTestCase):
 
 
 class ResumeTest(device_util.DeviceTestCase):
-
     def setUp(self):
         super().setUp()
         tf.config.experimental.enable_op_determinism()
 
     def _fit(self, model, epochs, callbacks=(), initial_epoch=0, steps=10):
-        return model.fit(data.device_dataset(), epochs=epochs, steps_per_epoch=steps, verbose=0,
-                         callbacks=list(callbacks), initial_epoch=initial_epoch)
+        return model.fit(
+            data.device_dataset(),
+            epochs=epochs,
+            steps_per_epoch=steps,
+            verbose=0,
+            callbacks=list(callbacks),
+            initial_epoch=initial_epoch,
+        )
 
     def test_checkpoint_resume_is_exact(self):
         full = compile_(data.GeneratorModel(make_model(), teacher))
@@ -89,7 +99,8 @@ class ResumeTest(device_util.DeviceTestCase):
         first = compile_(data.GeneratorModel(make_model(), teacher))
         self._fit(first, 2)
         path = tf.train.Checkpoint(model=first, optimizer=first.optimizer).save(
-            os.path.join(tempfile.mkdtemp(), "ckpt"))
+            os.path.join(tempfile.mkdtemp(), "ckpt")
+        )
 
         resumed = compile_(data.GeneratorModel(make_model(), teacher))
         resumed.optimizer.build(resumed.trainable_variables)

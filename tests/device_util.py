@@ -4,13 +4,14 @@ Bazel's otf_py_test() makes <name>_cpu and <name>_gpu (tagged requires-gpu); the
 variant skips cleanly where TensorFlow sees no GPU. Run a file by hand with
 `python3 tests/x_test.py --test_device=gpu`.
 """
+
 import os
 import re
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import flags  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from absl import flags  # noqa: E402
 
 flags.DEFINE_enum("test_device", "cpu", ["cpu", "gpu"], "Device the ops under test run on.")
 FLAGS = flags.FLAGS

@@ -3,6 +3,7 @@
 CPU variant: MirroredStrategy over two logical CPU devices, and MultiWorkerMirroredStrategy
 with two worker processes on 127.0.0.1. GPU variant: two logical GPUs on one card.
 """
+
 import json
 import os
 import socket
@@ -17,13 +18,16 @@ import tensorflow as tf
 ON_GPU = "--test_device=gpu" in sys.argv
 if ON_GPU and tf.config.list_physical_devices("GPU"):
     tf.config.set_logical_device_configuration(
-        tf.config.list_physical_devices("GPU")[0], [tf.config.LogicalDeviceConfiguration(memory_limit=16384)] * 2)
+        tf.config.list_physical_devices("GPU")[0], [tf.config.LogicalDeviceConfiguration(memory_limit=16384)] * 2
+    )
 tf.config.set_logical_device_configuration(
-    tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * 2)
+    tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * 2
+)
 
-import device_util  # noqa: E402
 import tf_onthefly  # noqa: E402
 from tf_onthefly import data, models  # noqa: E402
+
+import device_util  # noqa: E402
 
 GLOBAL = 64
 
@@ -31,8 +35,9 @@ GLOBAL = 64
 def gen(step, first_sample=0, num_samples=None):
     # Uniform features: bit-identical on every device, so shards made on GPUs, on tf.data's
     # CPU threads and on one device can be compared bit for bit.
-    return tf_onthefly.teacher_task(GLOBAL, 16, seed=5, step=step, first_sample=first_sample,
-                                    num_samples=num_samples, distribution="uniform")
+    return tf_onthefly.teacher_task(
+        GLOBAL, 16, seed=5, step=step, first_sample=first_sample, num_samples=num_samples, distribution="uniform"
+    )
 
 
 def devices():
@@ -46,7 +51,6 @@ def make_model():
 
 
 class MirroredTest(device_util.DeviceTestCase):
-
     def setUp(self):
         super().setUp()
         self.strategy = tf.distribute.MirroredStrategy(devices())
@@ -81,8 +85,10 @@ class MirroredTest(device_util.DeviceTestCase):
     def test_fit_and_resume(self):
         with self.strategy.scope():
             model = data.GeneratorModel(make_model(), data.sharded(gen, GLOBAL))
-            model.compile(optimizer=tf.keras.optimizers.Adam(3e-3),
-                          loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+            model.compile(
+                optimizer=tf.keras.optimizers.Adam(3e-3),
+                loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            )
         history = model.fit(data.device_dataset(ticks_per_step=2), epochs=4, steps_per_epoch=25, verbose=0)
         loss = history.history["loss"]
         self.assertLess(loss[-1], 0.85 * loss[0], msg=str(loss))
@@ -93,15 +99,17 @@ class MirroredTest(device_util.DeviceTestCase):
         tf.train.Checkpoint(model=restored).restore(path)
         self.assertEqual(int(restored.data_step.numpy()), 100)  # resume position, as on one device
 
-
     def test_fit_steps_per_execution(self):
         """Many steps per call under the strategy: the same steps as one per call."""
         weights = {}
         for spe in [1, 5]:
             with self.strategy.scope():
                 model = data.GeneratorModel(make_model(), data.sharded(gen, GLOBAL))
-                model.compile(optimizer=tf.keras.optimizers.Adam(3e-3), steps_per_execution=spe,
-                              loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+                model.compile(
+                    optimizer=tf.keras.optimizers.Adam(3e-3),
+                    steps_per_execution=spe,
+                    loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                )
             model.fit(data.device_dataset(ticks_per_step=2), epochs=2, steps_per_epoch=10, verbose=0)
             self.assertEqual(int(model.data_step.numpy()), 20)
             weights[spe] = model.get_weights()
@@ -132,10 +140,21 @@ class MultiWorkerTest(tf.test.TestCase):
         procs = []
         try:
             for i in range(2):
-                env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}),
-                           CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2")
-                procs.append(subprocess.Popen([sys.executable, worker, out, str(GLOBAL)], env=env,
-                                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+                env = dict(
+                    os.environ,
+                    TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}),
+                    CUDA_VISIBLE_DEVICES="",
+                    TF_CPP_MIN_LOG_LEVEL="2",
+                )
+                procs.append(
+                    subprocess.Popen(
+                        [sys.executable, worker, out, str(GLOBAL)],
+                        env=env,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT,
+                        text=True,
+                    )
+                )
             logs = [p.communicate(timeout=180)[0] for p in procs]
         finally:
             for p in procs:

@@ -13,6 +13,7 @@ infinities, subnormals, float32's limits, malformed seeds and steps). For every 
 Valid calls whose outputs would exceed 32 MiB are traced but not run (CI's memory).
 Derandomized, so CI sees the same cases every run; docs/hardening.md records the counts.
 """
+
 import importlib
 import re
 
@@ -21,13 +22,19 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import op_def_registry
 
-import arguments
-import device_util
 import tf_onthefly
 
+import arguments
+import device_util
+
 EXAMPLES = 250  # per generator
-SETTINGS = hypothesis.settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
-                               suppress_health_check=list(hypothesis.HealthCheck), database=None)
+SETTINGS = hypothesis.settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(hypothesis.HealthCheck),
+    database=None,
+)
 MAX_BYTES_TO_RUN = 32 << 20
 REFUSALS = (tf.errors.InvalidArgumentError, ValueError)
 
@@ -42,14 +49,14 @@ class FuzzTest(device_util.DeviceTestCase):
 
     def assertNamesAnArgument(self, error, names):
         message = getattr(error, "message", str(error))
-        self.assertTrue(any(re.search(rf"\b{re.escape(n)}\b", message) for n in names),
-                        msg=f"error names no argument: {message}")
+        self.assertTrue(
+            any(re.search(rf"\b{re.escape(n)}\b", message) for n in names), msg=f"error names no argument: {message}"
+        )
 
     def check(self, name, kw):
         spec, test_module = tf_onthefly.REGISTRY[name], importlib.import_module(f"{name}_test")
         op_def = op_def_registry.get(spec.op)
-        names = [a.name for a in op_def.attr] + [a.name for a in op_def.input_arg] + \
-                [a.name for a in op_def.output_arg]
+        names = [a.name for a in op_def.attr] + [a.name for a in op_def.input_arg] + [a.name for a in op_def.output_arg]
         call = lambda: spec.fn(**kw)  # noqa: E731
         try:
             traced = tf.function(call).get_concrete_function().structured_outputs

@@ -3,11 +3,13 @@
 A test class sets `generate(batch_size, seed, step, first_sample=0, num_samples=None)`
 returning a tuple of tensors, and `batch_size` (small, for CPU runs).
 """
+
 import numpy as np
 import tensorflow as tf
 
-import device_util
 from tf_onthefly import models
+
+import device_util
 
 
 def bits(t):
@@ -26,8 +28,9 @@ def assert_bits_equal(test, a, b, msg=None):
 def train_and_score(model, make_batch, steps, learning_rate, held_out):
     """Trains a classifier on a generator: Adam on make_batch(step) -> (x, y), y of shape
     [n, 1] with class ids, one step per batch; returns its accuracy on held_out = (x, y)."""
-    apply = models.train_step(model, tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                              tf.keras.optimizers.Adam(learning_rate))
+    apply = models.train_step(
+        model, tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True), tf.keras.optimizers.Adam(learning_rate)
+    )
     train_step = tf.function(lambda step: apply(*make_batch(step)))
     for step in range(steps):
         train_step(tf.constant(step, tf.int64))
@@ -57,29 +60,33 @@ class GeneratorContract:
         n = self.batch_size
         full = self.generate(n, 5, 11)
         for cuts in ([0, n // 2, n], [0, 1, n - 1, n], [0, 3, 3, n]):
-            parts = [self.generate(n, 5, 11, first_sample=a, num_samples=b - a)
-                     for a, b in zip(cuts[:-1], cuts[1:])]
+            parts = [self.generate(n, 5, 11, first_sample=a, num_samples=b - a) for a, b in zip(cuts[:-1], cuts[1:])]
             joined = [tf.concat([p[i] for p in parts], 0) for i in range(len(full))]
             self.assertBitsEqual(joined, full, msg=str(cuts))
 
     def test_contract_static_shapes_and_empty_shard(self):
         eager = self.generate(self.batch_size, 1, 2)
         traced = tf.function(lambda s: self.generate(self.batch_size, 1, s)).get_concrete_function(
-            tf.TensorSpec([], tf.int64))
+            tf.TensorSpec([], tf.int64)
+        )
         for t, spec in zip(eager, traced.structured_outputs):
             self.assertEqual(spec.shape.as_list(), list(t.shape))
             self.assertEqual(spec.dtype, t.dtype)
-        empty = tf.function(lambda: self.generate(self.batch_size, 1, 2, first_sample=self.batch_size,
-                                                  num_samples=0))()
+        empty = tf.function(lambda: self.generate(self.batch_size, 1, 2, first_sample=self.batch_size, num_samples=0))()
         for e, t in zip(empty, eager):
             self.assertEqual(e.shape.as_list(), [0] + list(t.shape[1:]))
 
     def test_contract_bad_common_arguments(self):
-        cases = [(dict(batch_size=0), "batch_size must be >= 1, got 0"),
-                 (dict(seed=[1, 2, 3]), "seed must be an int64 scalar or an int64 pair of shape [2], got shape [3]"),
-                 (dict(step=[1, 2]), "step must be an int64 scalar, got shape [2]"),
-                 (dict(first_sample=2, num_samples=self.batch_size), "first_sample must be in [0, batch_size - num_samples]"),
-                 (dict(num_samples=self.batch_size + 1), "num_samples must be -1 (the whole batch)")]
+        cases = [
+            (dict(batch_size=0), "batch_size must be >= 1, got 0"),
+            (dict(seed=[1, 2, 3]), "seed must be an int64 scalar or an int64 pair of shape [2], got shape [3]"),
+            (dict(step=[1, 2]), "step must be an int64 scalar, got shape [2]"),
+            (
+                dict(first_sample=2, num_samples=self.batch_size),
+                "first_sample must be in [0, batch_size - num_samples]",
+            ),
+            (dict(num_samples=self.batch_size + 1), "num_samples must be -1 (the whole batch)"),
+        ]
 
         def call(batch_size=self.batch_size, seed=1, step=0, **kw):
             return self.generate(batch_size, seed, step, **kw)
@@ -96,8 +103,9 @@ class GeneratorContract:
 
         @tf.function
         def traced():
-            return self.generate(n, seed.read_value(), step + 5, first_sample=tf.constant(1, tf.int64) * 2,
-                                 num_samples=n - 2)
+            return self.generate(
+                n, seed.read_value(), step + 5, first_sample=tf.constant(1, tf.int64) * 2, num_samples=n - 2
+            )
 
         self.assertBitsEqual(traced(), expected)
         self.assertBitsEqual(self.generate(n, seed, step * 2 + 1, first_sample=2, num_samples=n - 2), expected)
@@ -137,4 +145,3 @@ class GeneratorContract:
     def compare_cpu_gpu(self, cpu, gpu):
         """Default: bit-identical. Generators with transcendental math override this."""
         self.assertBitsEqual(cpu, gpu)
-

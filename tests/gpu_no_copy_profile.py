@@ -16,6 +16,7 @@ The device path should move no batch bytes host to device and nothing device to 
 the constant batch's baseline: its step counter lives on the GPU. --mirrored runs the
 constant and device paths under MirroredStrategy over two logical GPUs (data.sharded).
 """
+
 import glob
 import json
 import os
@@ -38,14 +39,19 @@ def gen(step):
 
 
 def make():
-    m = tf.keras.Sequential([tf.keras.Input((DIM,)), tf.keras.layers.Dense(256, activation="relu"),
-                             tf.keras.layers.Dense(4)])
+    m = tf.keras.Sequential(
+        [tf.keras.Input((DIM,)), tf.keras.layers.Dense(256, activation="relu"), tf.keras.layers.Dense(4)]
+    )
     return m
 
 
 def compile_(m, spe=1, jit=False):
-    m.compile(optimizer="adam", loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-              steps_per_execution=spe, jit_compile=jit)
+    m.compile(
+        optimizer="adam",
+        loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        steps_per_execution=spe,
+        jit_compile=jit,
+    )
     return m
 
 
@@ -81,6 +87,7 @@ def pcie_per_step(model, dataset, steps_per_call, seconds=6.0):
     sampled back to back by a thread for the whole run and integrated over time."""
     import threading
     import time
+
     import pynvml
 
     pynvml.nvmlInit()
@@ -118,16 +125,24 @@ def profile(name, model, dataset, spe):
     model.fit(dataset, epochs=1, steps_per_epoch=max(STEPS, spe), verbose=0)
     tf.profiler.experimental.stop()
     ev, nbytes = count_htod(logdir)
-    row = dict(path=name, steps_per_execution=spe, steps_per_s=round(steps_per_s, 1),
-               pcie_rx_bytes_per_step=round(rx), pcie_tx_bytes_per_step=round(tx), batch_bytes=BATCH_BYTES,
-               trace_htod_events=ev, trace_htod_bytes=nbytes)
+    row = dict(
+        path=name,
+        steps_per_execution=spe,
+        steps_per_s=round(steps_per_s, 1),
+        pcie_rx_bytes_per_step=round(rx),
+        pcie_tx_bytes_per_step=round(tx),
+        batch_bytes=BATCH_BYTES,
+        trace_htod_events=ev,
+        trace_htod_bytes=nbytes,
+    )
     print(json.dumps(row), flush=True)
     return row
 
 
 def main():
     if not tf.config.list_physical_devices("GPU"):
-        print("no GPU"); return 1
+        print("no GPU")
+        return 1
     if "--mirrored" in sys.argv:
         return mirrored()
     # Baseline: the same step on a constant batch already on the GPU. Whatever PCIe traffic
@@ -138,18 +153,20 @@ def main():
     def py():
         rng = np.random.default_rng(0)
         while True:
-            yield (rng.standard_normal((BATCH, DIM), dtype=np.float32),
-                   rng.integers(0, 4, (BATCH, 1), dtype=np.int32))
+            yield (rng.standard_normal((BATCH, DIM), dtype=np.float32), rng.integers(0, 4, (BATCH, 1), dtype=np.int32))
 
     sig = (tf.TensorSpec([BATCH, DIM], tf.float32), tf.TensorSpec([BATCH, 1], tf.int32))
     rows = {}
     for spe in [1, 64]:
-        rows["constant", spe] = profile("constant", compile_(data.GeneratorModel(make(), lambda step: const), spe),
-                                        data.device_dataset(), spe)
-        rows["device", spe] = profile("device", compile_(data.GeneratorModel(make(), gen), spe),
-                                      data.device_dataset(), spe)
-        rows["device+xla", spe] = profile("device+xla", compile_(data.GeneratorModel(make(), gen), spe, jit=True),
-                                          data.device_dataset(), spe)
+        rows["constant", spe] = profile(
+            "constant", compile_(data.GeneratorModel(make(), lambda step: const), spe), data.device_dataset(), spe
+        )
+        rows["device", spe] = profile(
+            "device", compile_(data.GeneratorModel(make(), gen), spe), data.device_dataset(), spe
+        )
+        rows["device+xla", spe] = profile(
+            "device+xla", compile_(data.GeneratorModel(make(), gen), spe, jit=True), data.device_dataset(), spe
+        )
         rows["host", spe] = profile("host", compile_(make(), spe), data.host_dataset(gen), spe)
         rows["python", spe] = profile("python", compile_(make(), spe), data.from_python(py, sig), spe)
     ok = True
@@ -159,8 +176,10 @@ def main():
             r = rows[path, spe]
             rx = r["pcie_rx_bytes_per_step"] - base["pcie_rx_bytes_per_step"]
             tx = r["pcie_tx_bytes_per_step"] - base["pcie_tx_bytes_per_step"]
-            print(f"steps_per_execution={spe:2d} {path:10s}: beyond the constant batch, "
-                  f"{rx:+9d} B host->device, {tx:+7d} B device->host per step (one batch: {BATCH_BYTES} B)")
+            print(
+                f"steps_per_execution={spe:2d} {path:10s}: beyond the constant batch, "
+                f"{rx:+9d} B host->device, {tx:+7d} B device->host per step (one batch: {BATCH_BYTES} B)"
+            )
             if path.startswith("device"):
                 ok = ok and rx < 0.01 * BATCH_BYTES and tx < 64
     print("no batch bytes host->device and no device->host traffic on the device path:", ok)
@@ -178,15 +197,21 @@ def mirrored():
     rows = {}
     for spe in [1, 64]:
         with strategy.scope():
-            const_model = compile_(data.GeneratorModel(make(), lambda step: (
-                tf.zeros([BATCH // 2, DIM]), tf.zeros([BATCH // 2, 1], tf.int32))), spe)
+            const_model = compile_(
+                data.GeneratorModel(
+                    make(), lambda step: (tf.zeros([BATCH // 2, DIM]), tf.zeros([BATCH // 2, 1], tf.int32))
+                ),
+                spe,
+            )
             device_model = compile_(data.GeneratorModel(make(), shard), spe)
         rows["constant", spe] = profile("mirrored constant", const_model, ticks, spe)
         rows["device", spe] = profile("mirrored device", device_model, ticks, spe)
         base, r = rows["constant", spe], rows["device", spe]
-        print(f"MirroredStrategy x2, steps_per_execution={spe}: device path beyond the constant batch: "
-              f"{r['pcie_rx_bytes_per_step'] - base['pcie_rx_bytes_per_step']:+d} B host->device, "
-              f"{r['pcie_tx_bytes_per_step'] - base['pcie_tx_bytes_per_step']:+d} B device->host per step")
+        print(
+            f"MirroredStrategy x2, steps_per_execution={spe}: device path beyond the constant batch: "
+            f"{r['pcie_rx_bytes_per_step'] - base['pcie_rx_bytes_per_step']:+d} B host->device, "
+            f"{r['pcie_tx_bytes_per_step'] - base['pcie_tx_bytes_per_step']:+d} B device->host per step"
+        )
     return 0
 
 

@@ -6,6 +6,7 @@ compute-sanitizer (memcheck / racecheck) on the lent GPU:
 
 Exits non-zero if TensorFlow sees no GPU. Small sizes: the sanitizer slows kernels ~100x.
 """
+
 import sys
 
 import tensorflow as tf

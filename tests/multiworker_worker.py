@@ -3,6 +3,7 @@
 Writes its replica's shard of the global batch at steps 0 and 7, and trains a few steps
 with model.fit, into OUT/worker<i>.npz.
 """
+
 import json
 import os
 import sys
@@ -19,8 +20,15 @@ def main(out, global_batch):
     index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
 
     def gen(step, first_sample=0, num_samples=None):
-        return tf_onthefly.teacher_task(global_batch, 16, seed=5, step=step, first_sample=first_sample,
-                                        num_samples=num_samples, distribution="uniform")
+        return tf_onthefly.teacher_task(
+            global_batch,
+            16,
+            seed=5,
+            step=step,
+            first_sample=first_sample,
+            num_samples=num_samples,
+            distribution="uniform",
+        )
 
     shard = data.sharded(gen, global_batch)
     result = {}
@@ -34,8 +42,9 @@ def main(out, global_batch):
         net = models.mlp(16, 4, hidden=(8,))
         model = data.GeneratorModel(net, shard)
         model.compile(optimizer="adam", loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    hist = model.fit(data.device_dataset(ticks_per_step=strategy.num_replicas_in_sync), epochs=2,
-                     steps_per_epoch=3, verbose=0)
+    hist = model.fit(
+        data.device_dataset(ticks_per_step=strategy.num_replicas_in_sync), epochs=2, steps_per_epoch=3, verbose=0
+    )
     result["data_step"] = np.array(int(model.data_step.numpy()))
     result["loss"] = np.array(hist.history["loss"][-1])
     np.savez(os.path.join(out, f"worker{index}.npz"), **result)

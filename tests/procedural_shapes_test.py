@@ -1,17 +1,31 @@
 """Tests of tf_onthefly.procedural_shapes: reference, contract, statistics, a CNN learns it."""
+
 import numpy as np
 import tensorflow as tf
 from hypothesis import strategies as st
+
+from tf_onthefly import models, procedural_shapes
 
 import arguments
 import device_util
 import generator_contract
 import reference as ref
-from tf_onthefly import models, procedural_shapes
 
 
-def reference(batch_size, height, width, seed, step, channels=3, dtype=np.uint8, min_size=0.25, max_size=0.7,
-              noise=0.15, first_sample=0, num_samples=None):
+def reference(
+    batch_size,
+    height,
+    width,
+    seed,
+    step,
+    channels=3,
+    dtype=np.uint8,
+    min_size=0.25,
+    max_size=0.7,
+    noise=0.15,
+    first_sample=0,
+    num_samples=None,
+):
     """OnTheFly>ProceduralShapes from the contract: the shape from stream 0 (blocks 0-2), the
     background noise from stream 1 (block = pixel), all float32 with one rounding per op."""
     f32 = np.float32
@@ -49,8 +63,15 @@ def reference(batch_size, height, width, seed, step, channels=3, dtype=np.uint8,
             v = np.where(inside, color[i, ch], bg).astype(f32)
             images[i, ..., ch] = (v * f32(255.0) + f32(0.5)).astype(f32).astype(np.uint8) if dtype == np.uint8 else v
     inv_h, inv_w = f32(1.0) / f32(height), f32(1.0) / f32(width)
-    boxes = np.stack([((cy - half_h).astype(f32) * inv_h), ((cx - half_w).astype(f32) * inv_w),
-                      ((cy + half_h).astype(f32) * inv_h), ((cx + half_w).astype(f32) * inv_w)], -1).astype(f32)
+    boxes = np.stack(
+        [
+            ((cy - half_h).astype(f32) * inv_h),
+            ((cx - half_w).astype(f32) * inv_w),
+            ((cy + half_h).astype(f32) * inv_h),
+            ((cx + half_w).astype(f32) * inv_w),
+        ],
+        -1,
+    ).astype(f32)
     return images, cls.reshape(rows, 1), boxes
 
 
@@ -75,7 +96,11 @@ def output_sets(kw, outputs):
         images = images.astype(np.float32)
         assert np.all((images >= 0) & (images <= 1))
     assert np.all((labels >= 0) & (labels < 3))
-    assert np.all((boxes >= 0) & (boxes <= 1)) and np.all(boxes[:, 2] >= boxes[:, 0]) and np.all(boxes[:, 3] >= boxes[:, 1])
+    assert (
+        np.all((boxes >= 0) & (boxes <= 1))
+        and np.all(boxes[:, 2] >= boxes[:, 0])
+        and np.all(boxes[:, 3] >= boxes[:, 1])
+    )
 
 
 class ProceduralShapesTest(device_util.DeviceTestCase, generator_contract.GeneratorContract):
@@ -83,12 +108,15 @@ class ProceduralShapesTest(device_util.DeviceTestCase, generator_contract.Genera
     gpu_batch_size = 2048
 
     def generate(self, batch_size, seed, step, first_sample=0, num_samples=None):
-        return procedural_shapes(batch_size, 20, 28, seed, step, return_boxes=True,
-                                 first_sample=first_sample, num_samples=num_samples)
+        return procedural_shapes(
+            batch_size, 20, 28, seed, step, return_boxes=True, first_sample=first_sample, num_samples=num_samples
+        )
 
     def test_reference_bit_exact(self):
-        for kw, np_dtype in [(dict(), np.uint8),
-                             (dict(channels=1, dtype=tf.float32, noise=0.5, min_size=0.1, max_size=1.0), np.float32)]:
+        for kw, np_dtype in [
+            (dict(), np.uint8),
+            (dict(channels=1, dtype=tf.float32, noise=0.5, min_size=0.1, max_size=1.0), np.float32),
+        ]:
             im, l, b = procedural_shapes(16, 24, 40, seed=5, step=2, return_boxes=True, **kw)
             rk = dict(kw, dtype=np_dtype)
             ri, rl, rb = reference(16, 24, 40, 5, 2, **rk)
@@ -115,6 +143,7 @@ class ProceduralShapesTest(device_util.DeviceTestCase, generator_contract.Genera
 
     def test_16_bit_images_are_rounded_float(self):
         import ml_dtypes
+
         f, _ = procedural_shapes(8, 16, 16, seed=1, step=1, dtype=tf.float32)
         for tf_dtype, np_dtype in [(tf.bfloat16, ml_dtypes.bfloat16), (tf.float16, np.float16)]:
             h, _ = procedural_shapes(8, 16, 16, seed=1, step=1, dtype=tf_dtype)
@@ -129,24 +158,35 @@ class ProceduralShapesTest(device_util.DeviceTestCase, generator_contract.Genera
         tf.keras.utils.set_random_seed(0)
         model = models.cnn((32, 32, 1), 3, dense=64)
         acc = generator_contract.train_and_score(
-            model, lambda step: procedural_shapes(64, 32, 32, seed=1, step=step, channels=1, dtype=tf.float32),
-            steps=300, learning_rate=2e-3,
-            held_out=procedural_shapes(2000, 32, 32, seed=2, step=0, channels=1, dtype=tf.float32))
+            model,
+            lambda step: procedural_shapes(64, 32, 32, seed=1, step=step, channels=1, dtype=tf.float32),
+            steps=300,
+            learning_rate=2e-3,
+            held_out=procedural_shapes(2000, 32, 32, seed=2, step=0, channels=1, dtype=tf.float32),
+        )
         print(f"procedural_shapes: CNN accuracy {acc:.3f} (chance 0.333)")
         self.assertGreater(acc, 0.8)
 
     def test_bad_input(self):
-        cases = [(dict(height=4), "height must be in [8, 8192], got 4"),
-                 (dict(width=10000), "width must be in [8, 8192], got 10000"),
-                 (dict(channels=2), "channels must be 1 or 3, got 2"),
-                 (dict(min_size=0.0), "need 0 < min_size <= max_size <= 1"),
-                 (dict(min_size=0.8, max_size=0.5), "got min_size=0.8, max_size=0.5"),
-                 (dict(noise=2.0), "noise must be in [0, 1], got 2"),
-                 (dict(height=8192, width=8192, batch_size=400), "images of shape [400, 201326592] (1 bytes per element) exceeds the per-output cap"),
-                 # 60 GB as uint8 (under the cap), 241 GB as float32: the shape function sizes
-                 # elements by the requested dtype.
-                 (dict(height=8192, width=8192, batch_size=300, dtype=tf.float32),
-                  "images of shape [300, 201326592] (4 bytes per element) exceeds the per-output cap")]
+        cases = [
+            (dict(height=4), "height must be in [8, 8192], got 4"),
+            (dict(width=10000), "width must be in [8, 8192], got 10000"),
+            (dict(channels=2), "channels must be 1 or 3, got 2"),
+            (dict(min_size=0.0), "need 0 < min_size <= max_size <= 1"),
+            (dict(min_size=0.8, max_size=0.5), "got min_size=0.8, max_size=0.5"),
+            (dict(noise=2.0), "noise must be in [0, 1], got 2"),
+            (
+                dict(height=8192, width=8192, batch_size=400),
+                "images of shape [400, 201326592] (1 bytes per element) exceeds the per-output cap",
+            ),
+            # 60 GB as uint8 (under the cap), 241 GB as float32: the shape function sizes
+            # elements by the requested dtype.
+            (
+                dict(height=8192, width=8192, batch_size=300, dtype=tf.float32),
+                "images of shape [300, 201326592] (4 bytes per element) exceeds the per-output cap",
+            ),
+        ]
+
         def call(batch_size=4, height=16, width=16, **kw):
             return procedural_shapes(batch_size, height, width, seed=1, step=0, **kw)
 

@@ -1,14 +1,16 @@
 """Tests of tf_onthefly.random_batch: golden values, reference, contract, statistics, bad input."""
+
 import numpy as np
 import tensorflow as tf
 from hypothesis import strategies as st
+
+from tf_onthefly import random_batch
 
 import arguments
 import device_util
 import generator_contract
 import reference as ref
 from device_util import ulp_distance
-from tf_onthefly import random_batch
 
 # Pinned forever (contract version 1): seed (1, 2), step 3, batch 4 x 6 features.
 # A change here is a breaking change of docs/counter-contract.md.
@@ -22,9 +24,22 @@ STEPS = [0, 1, 17, 2**33 + 5, 2**64 - 1]
 NORMAL_MAX_ULP = 4
 
 
-def reference(batch_size, feature_dim, seed, step, distribution="uniform", low=0.0, high=1.0,
-              label_mode="bernoulli", p=0.5, num_classes=2, dtype="float32", label_dtype=np.float32,
-              first_sample=0, num_samples=None):
+def reference(
+    batch_size,
+    feature_dim,
+    seed,
+    step,
+    distribution="uniform",
+    low=0.0,
+    high=1.0,
+    label_mode="bernoulli",
+    p=0.5,
+    num_classes=2,
+    dtype="float32",
+    label_dtype=np.float32,
+    first_sample=0,
+    num_samples=None,
+):
     """OnTheFly>RandomBatch from the contract: features (stream 0, element j = word j % 4 of
     block j / 4) and labels (stream 1, block 0), as NumPy arrays. 16-bit features (dtype
     "bfloat16" or "float16"): normals rounded to nearest, uniforms rounded down and raised to
@@ -51,11 +66,14 @@ def reference(batch_size, feature_dim, seed, step, distribution="uniform", low=0
 ARGUMENTS = dict(
     feature_dim=arguments.sizes(),
     distribution=arguments.one_of(["uniform", "normal"], ["cauchy"]),
-    low=arguments.floats(-10.0, 2.0), high=arguments.floats(2.5, 10.0),
+    low=arguments.floats(-10.0, 2.0),
+    high=arguments.floats(2.5, 10.0),
     label_mode=arguments.one_of(["bernoulli", "classes"]),
     p=arguments.unit(),
-    num_classes=arguments.Arg(st.integers(1, 1000) | st.sampled_from([2**24, 2**31, 2**40]),
-                              arguments.EDGE_INTS | st.sampled_from([2**24 + 1, 2**31 + 1])),
+    num_classes=arguments.Arg(
+        st.integers(1, 1000) | st.sampled_from([2**24, 2**31, 2**40]),
+        arguments.EDGE_INTS | st.sampled_from([2**24 + 1, 2**31 + 1]),
+    ),
     dtype=arguments.one_of([tf.float32, tf.bfloat16, tf.float16], [tf.float64, tf.int32]),
     label_dtype=arguments.one_of([tf.float32, tf.int32, tf.int64], [tf.float16, "int8"]),
 )
@@ -77,16 +95,30 @@ class RandomBatchTest(device_util.DeviceTestCase, generator_contract.GeneratorCo
     gpu_batch_size = 1 << 16
 
     def generate(self, batch_size, seed, step, first_sample=0, num_samples=None):
-        return random_batch(batch_size, 13, seed, step, low=-0.5, high=2.0, label_mode="classes", num_classes=7,
-                            label_dtype=tf.int32, first_sample=first_sample, num_samples=num_samples)
+        return random_batch(
+            batch_size,
+            13,
+            seed,
+            step,
+            low=-0.5,
+            high=2.0,
+            label_mode="classes",
+            num_classes=7,
+            label_dtype=tf.int32,
+            first_sample=first_sample,
+            num_samples=num_samples,
+        )
 
     def test_reference_philox_known_answers(self):
         # Random123's known-answer vectors for philox4x32_10.
         kat = [
             ([0, 0, 0, 0], (0, 0), [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]),
             ([0xFFFFFFFF] * 4, (0xFFFFFFFF, 0xFFFFFFFF), [0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD]),
-            ([0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344], (0xA4093822, 0x299F31D0),
-             [0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1]),
+            (
+                [0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344],
+                (0xA4093822, 0x299F31D0),
+                [0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1],
+            ),
         ]
         for ctr, key, want in kat:
             self.assertEqual(ref.philox4x32_10(ctr, key).tolist(), want)
@@ -105,8 +137,13 @@ class RandomBatchTest(device_util.DeviceTestCase, generator_contract.GeneratorCo
     def test_16_bit_features_bit_exact(self):
         """bfloat16 and float16 features: the same words, rounded as the contract says."""
         for dtype, tf_dtype in [("bfloat16", tf.bfloat16), ("float16", tf.float16)]:
-            for kw in [dict(), dict(low=-2.5, high=7.0), dict(low=0.1, high=0.3), dict(low=-1e-3, high=1e-3),
-                       dict(distribution="normal")]:
+            for kw in [
+                dict(),
+                dict(low=-2.5, high=7.0),
+                dict(low=0.1, high=0.3),
+                dict(low=-1e-3, high=1e-3),
+                dict(distribution="normal"),
+            ]:
                 f, l = random_batch(37, 13, seed=[4, 5], step=6, dtype=tf_dtype, **kw)
                 rf, rl = reference(37, 13, [4, 5], 6, dtype=dtype, **kw)
                 self.assertEqual(f.dtype, tf_dtype)
@@ -123,16 +160,20 @@ class RandomBatchTest(device_util.DeviceTestCase, generator_contract.GeneratorCo
 
     def test_seeds_and_steps_are_64_bit_words(self):
         """2**64 - 1 and -1 are the same word (the contract reads seeds and steps unsigned)."""
-        for a, b in [(dict(seed=2**64 - 1, step=5), dict(seed=-1, step=5)),
-                     (dict(seed=[2**63, 1], step=2**64 - 2), dict(seed=[-2**63, 1], step=-2))]:
+        for a, b in [
+            (dict(seed=2**64 - 1, step=5), dict(seed=-1, step=5)),
+            (dict(seed=[2**63, 1], step=2**64 - 2), dict(seed=[-(2**63), 1], step=-2)),
+        ]:
             self.assertBitsEqual(random_batch(8, 4, **a), random_batch(8, 4, **b))
 
     def test_classes_bit_exact_every_dtype(self):
-        for dtype, np_dtype, most in [(tf.int32, np.int32, 2**31), (tf.int64, np.int64, 2**62 + 3),
-                                      (tf.float32, np.float32, 2**24)]:
+        for dtype, np_dtype, most in [
+            (tf.int32, np.int32, 2**31),
+            (tf.int64, np.int64, 2**62 + 3),
+            (tf.float32, np.float32, 2**24),
+        ]:
             for n in [1, 3, 10, 1000, most - 1, most]:
-                _, l = random_batch(64, 1, seed=9, step=4, label_mode="classes", num_classes=n,
-                                    label_dtype=dtype)
+                _, l = random_batch(64, 1, seed=9, step=4, label_mode="classes", num_classes=n, label_dtype=dtype)
                 _, rl = reference(64, 1, 9, 4, label_mode="classes", num_classes=n, label_dtype=np_dtype)
                 self.assertEqual(l.dtype, dtype)
                 self.assertAllEqual(l.numpy(), rl)
@@ -183,21 +224,21 @@ class RandomBatchTest(device_util.DeviceTestCase, generator_contract.GeneratorCo
         self.assertNear(x.mean(), 0.0, 6 / np.sqrt(n))
         self.assertNear(x.var(), 1.0, 0.02)
         self.assertNear(np.mean(np.abs(x) < 1.0), 0.6827, 0.01)
-        self.assertNear(np.mean(x ** 4), 3.0, 0.1)  # kurtosis of a normal
+        self.assertNear(np.mean(x**4), 3.0, 0.1)  # kurtosis of a normal
         self.assertTrue(np.all(np.isfinite(x)))
 
     def test_label_rates(self):
         for p in [0.0, 0.1, 0.5, 1.0]:
             _, l = random_batch(50_000, 1, seed=13, step=1, p=p)
             self.assertNear(float(np.mean(l.numpy())), p, 0.01, msg=f"p={p}")
-        _, l = random_batch(50_000, 1, seed=13, step=1, label_mode="classes", num_classes=5,
-                            label_dtype=tf.int32)
+        _, l = random_batch(50_000, 1, seed=13, step=1, label_mode="classes", num_classes=5, label_dtype=tf.int32)
         counts = np.bincount(l.numpy().ravel(), minlength=5)
         self.assertEqual(len(counts), 5)
         self.assertLess(((counts - 10_000) ** 2 / 10_000).sum(), 30)  # chi2(4)
 
     def test_not_differentiable(self):
         from tensorflow.python.framework import ops as tf_ops
+
         with tf.Graph().as_default():
             f, _ = random_batch(2, 2, seed=0, step=0)
         # Registered with tf.no_gradient: a lookup gives None instead of raising LookupError.
@@ -226,10 +267,14 @@ class RandomBatchBadInputTest(device_util.DeviceTestCase):
         (dict(p=float("nan")), "p must be in [0, 1], got nan"),
         (dict(p=-1.4e-45), "p must be in [0, 1], got -1.4013e-45"),
         (dict(num_classes=0, label_mode="classes"), "num_classes must be >= 1, got 0"),
-        (dict(num_classes=2**40, label_mode="classes", label_dtype=tf.int32),
-         "num_classes must be <= 2147483648 for label_dtype int32 (every class id exact), got 1099511627776"),
-        (dict(num_classes=2**40 + 2**17, label_mode="classes"),
-         "num_classes must be <= 16777216 for label_dtype float (every class id exact), got 1099511758848"),
+        (
+            dict(num_classes=2**40, label_mode="classes", label_dtype=tf.int32),
+            "num_classes must be <= 2147483648 for label_dtype int32 (every class id exact), got 1099511627776",
+        ),
+        (
+            dict(num_classes=2**40 + 2**17, label_mode="classes"),
+            "num_classes must be <= 16777216 for label_dtype float (every class id exact), got 1099511758848",
+        ),
         (dict(num_samples=9), "num_samples must be -1 (the whole batch) or in [0, batch_size] = [0, 8], got 9"),
         (dict(num_samples=-2), "got -2"),
         (dict(num_samples=2**63), "num_samples must be in [-2**63, 2**63), got 9223372036854775808"),
@@ -242,7 +287,7 @@ class RandomBatchBadInputTest(device_util.DeviceTestCase):
         (dict(seed=[[1, 2]]), "seed must be an int64 scalar or an int64 pair"),
         (dict(seed=1.5), "seed must be an integer, got 1.5"),
         (dict(seed=2**64), "seed must be in [-2**63, 2**64), got 18446744073709551616"),
-        (dict(seed=[1, -2**63 - 1]), "seed must be in [-2**63, 2**64), got -9223372036854775809"),
+        (dict(seed=[1, -(2**63) - 1]), "seed must be in [-2**63, 2**64), got -9223372036854775809"),
         (dict(step=[1, 2]), "step must be an int64 scalar, got shape [2]"),
         (dict(step=2.0), "step must be an integer, got 2.0"),
         (dict(first_sample=5, num_samples=4), "first_sample must be in [0, batch_size - num_samples] = [0, 4], got 5"),
@@ -299,8 +344,9 @@ class RandomBatchCpuGpuTest(device_util.DeviceTestCase):
     @device_util.DeviceTestCase.require_gpu
     def test_classes_bit_identical_large(self):
         for dtype in [tf.int32, tf.int64, tf.float32]:
-            (_, cl), (_, gl) = self._both(1 << 20, 1, seed=3, step=2**40, label_mode="classes",
-                                          num_classes=1000, label_dtype=dtype)
+            (_, cl), (_, gl) = self._both(
+                1 << 20, 1, seed=3, step=2**40, label_mode="classes", num_classes=1000, label_dtype=dtype
+            )
             self.assertAllEqual(cl, gl)
 
     @device_util.DeviceTestCase.require_gpu
@@ -322,8 +368,7 @@ class RandomBatchCpuGpuTest(device_util.DeviceTestCase):
                 except tf.errors.ResourceExhaustedError:
                     self.skipTest(f"not enough GPU memory for 32 GiB ({total})")
                 with tf.device("/CPU:0"):
-                    cf, cl = random_batch(rows, features, seed=[3, 1], step=9, first_sample=rows - 5,
-                                          num_samples=5)
+                    cf, cl = random_batch(rows, features, seed=[3, 1], step=9, first_sample=rows - 5, num_samples=5)
                     hf, _ = random_batch(rows, features, seed=[3, 1], step=9, num_samples=3)
                 generator_contract.assert_bits_equal(self, [tail_f, tail_l, head_f], [cf, cl, hf])
 
@@ -331,8 +376,10 @@ class RandomBatchCpuGpuTest(device_util.DeviceTestCase):
     def test_normal_within_ulp_bound(self):
         (cf, _), (gf, _) = self._both(1 << 16, 64, seed=[5, 6], step=77, distribution="normal")
         d = ulp_distance(cf, gf)
-        print(f"normal CPU vs GPU over {d.size} values: max {d.max()} ulp, "
-              f"mean {d.mean():.3f}, exact {np.mean(d == 0):.4f}")
+        print(
+            f"normal CPU vs GPU over {d.size} values: max {d.max()} ulp, "
+            f"mean {d.mean():.3f}, exact {np.mean(d == 0):.4f}"
+        )
         self.assertLessEqual(int(d.max()), NORMAL_MAX_ULP)
 
 

@@ -1,14 +1,16 @@
 """Tests of the tutorial generator, tf_onthefly.random_walk (docs/writing-a-generator.md)."""
+
 import re
 
 import numpy as np
 import tensorflow as tf
 
+from tf_onthefly import random_walk
+
 import arguments
 import device_util
 import generator_contract
 import reference as ref
-from tf_onthefly import random_walk
 
 
 def reference(batch_size, length, seed, step, first_sample=0, num_samples=None):

@@ -5,6 +5,7 @@ checked against it bit for bit. Slow and simple on purpose. The contract's parts
 here; each generator's own reference (what it makes from these words) is the `reference`
 function of its test, tests/<name>_test.py.
 """
+
 import ml_dtypes
 import numpy as np
 

@@ -1,17 +1,29 @@
 """Tests of tf_onthefly.tabular_mixture: reference, contract, statistics, learnability, bad input."""
+
 import numpy as np
 import tensorflow as tf
 from hypothesis import strategies as st
+
+from tf_onthefly import models, tabular_mixture
 
 import arguments
 import device_util
 import generator_contract
 import reference as ref
-from tf_onthefly import models, tabular_mixture
 
 
-def reference(batch_size, feature_dim, seed, step, num_classes=3, cluster_std=1.0, separation=3.0, task_seed=0,
-              first_sample=0, num_samples=None):
+def reference(
+    batch_size,
+    feature_dim,
+    seed,
+    step,
+    num_classes=3,
+    cluster_std=1.0,
+    separation=3.0,
+    task_seed=0,
+    first_sample=0,
+    num_samples=None,
+):
     """OnTheFly>TabularMixture from the contract: the class from stream 1 (block 0), normals
     from stream 0 (block j / 4), the class's means from (task_seed, 0), stream 200, step 0."""
     f32 = np.float32
@@ -51,8 +63,9 @@ class TabularMixtureTest(device_util.DeviceTestCase, generator_contract.Generato
     gpu_batch_size = 1 << 15
 
     def generate(self, batch_size, seed, step, first_sample=0, num_samples=None):
-        return tabular_mixture(batch_size, 10, seed, step, num_classes=5, first_sample=first_sample,
-                               num_samples=num_samples)
+        return tabular_mixture(
+            batch_size, 10, seed, step, num_classes=5, first_sample=first_sample, num_samples=num_samples
+        )
 
     def test_reference_bit_exact(self):
         for kw in [dict(), dict(num_classes=9, cluster_std=0.25, separation=1.5, task_seed=4), dict(feature_dim=1)]:
@@ -83,16 +96,22 @@ class TabularMixtureTest(device_util.DeviceTestCase, generator_contract.Generato
         tf.keras.utils.set_random_seed(0)
         held_out = tabular_mixture(4000, 8, seed=2, step=0, num_classes=4, cluster_std=1.0)
         acc = generator_contract.train_and_score(
-            models.mlp(8, 4, hidden=(32,)), lambda step: tabular_mixture(128, 8, seed=1, step=step, num_classes=4),
-            steps=200, learning_rate=3e-3, held_out=held_out)
+            models.mlp(8, 4, hidden=(32,)),
+            lambda step: tabular_mixture(128, 8, seed=1, step=step, num_classes=4),
+            steps=200,
+            learning_rate=3e-3,
+            held_out=held_out,
+        )
         print(f"tabular_mixture: accuracy {acc:.3f} (chance 0.25)")
         self.assertGreater(acc, 0.9)
 
     def test_bad_input(self):
-        cases = [(dict(feature_dim=0), "feature_dim must be in [1, 65536], got 0"),
-                 (dict(num_classes=0), "num_classes must be in [1, 1048576], got 0"),
-                 (dict(cluster_std=-1.0), "cluster_std must be in [0, 1e+37], got -1"),
-                 (dict(separation=float("nan")), "separation must be in [0, 1e+37], got nan")]
+        cases = [
+            (dict(feature_dim=0), "feature_dim must be in [1, 65536], got 0"),
+            (dict(num_classes=0), "num_classes must be in [1, 1048576], got 0"),
+            (dict(cluster_std=-1.0), "cluster_std must be in [0, 1e+37], got -1"),
+            (dict(separation=float("nan")), "separation must be in [0, 1e+37], got nan"),
+        ]
 
         def call(feature_dim=4, **kw):
             return tabular_mixture(8, feature_dim, seed=1, step=0, **kw)

@@ -1,13 +1,15 @@
 """Tests of tf_onthefly.teacher_task: reference, contract, statistics, learnability, bad input."""
+
 import numpy as np
 import tensorflow as tf
 from hypothesis import strategies as st
+
+from tf_onthefly import models, teacher_task
 
 import arguments
 import device_util
 import generator_contract
 import reference as ref
-from tf_onthefly import models, teacher_task
 
 
 def _features(key, samples, dim, normal):
@@ -24,8 +26,21 @@ def _matrix(key, rows, cols, scale):
     return ref.symmetric(w, scale)
 
 
-def reference(batch_size, feature_dim, seed, step, task="classification", num_classes=4, hidden=32,
-              noise=0.0, task_seed=0, distribution="normal", label_dtype=None, first_sample=0, num_samples=None):
+def reference(
+    batch_size,
+    feature_dim,
+    seed,
+    step,
+    task="classification",
+    num_classes=4,
+    hidden=32,
+    noise=0.0,
+    task_seed=0,
+    distribution="normal",
+    label_dtype=None,
+    first_sample=0,
+    num_samples=None,
+):
     """OnTheFly>TeacherTask from the contract: features (stream 0), the teacher's weights
     (streams 100-102 under (task_seed, 0) at step 0) summed in the kernel's order with one
     rounding per operation, label noise (stream 1)."""
@@ -56,9 +71,11 @@ def reference(batch_size, feature_dim, seed, step, task="classification", num_cl
 
 # The documented argument space (tests/fuzz_test.py draws from it).
 ARGUMENTS = dict(
-    feature_dim=arguments.sizes(), hidden=arguments.sizes(),
+    feature_dim=arguments.sizes(),
+    hidden=arguments.sizes(),
     task=arguments.one_of(["classification", "regression"]),
-    num_classes=arguments.sizes(2, 64), noise=arguments.Arg(st.floats(0, 1), arguments.EDGE_FLOATS),
+    num_classes=arguments.sizes(2, 64),
+    noise=arguments.Arg(st.floats(0, 1), arguments.EDGE_FLOATS),
     task_seed=arguments.Arg(arguments.WORD, arguments.EDGE_INTS),
     distribution=arguments.one_of(["normal", "uniform"]),
     label_dtype=arguments.one_of([None, tf.int32, tf.int64, tf.float32]),
@@ -78,12 +95,24 @@ class TeacherTaskTest(device_util.DeviceTestCase, generator_contract.GeneratorCo
 
     def generate(self, batch_size, seed, step, first_sample=0, num_samples=None):
         # uniform features: every output, labels included, is bit-identical CPU vs GPU
-        return teacher_task(batch_size, 16, seed, step, distribution="uniform", noise=0.1,
-                            first_sample=first_sample, num_samples=num_samples)
+        return teacher_task(
+            batch_size,
+            16,
+            seed,
+            step,
+            distribution="uniform",
+            noise=0.1,
+            first_sample=first_sample,
+            num_samples=num_samples,
+        )
 
     def test_reference_bit_exact(self):
-        for kw in [dict(), dict(distribution="uniform", noise=0.3, num_classes=7, task_seed=5, hidden=9),
-                   dict(task="regression", noise=0.5), dict(num_classes=64, hidden=3, feature_dim=1)]:
+        for kw in [
+            dict(),
+            dict(distribution="uniform", noise=0.3, num_classes=7, task_seed=5, hidden=9),
+            dict(task="regression", noise=0.5),
+            dict(num_classes=64, hidden=3, feature_dim=1),
+        ]:
             kw = dict(dict(feature_dim=13), **kw)
             f, l = teacher_task(40, seed=[3, 4], step=9, **kw)
             rf, rl = reference(40, kw.pop("feature_dim"), [3, 4], 9, **kw)
@@ -96,8 +125,9 @@ class TeacherTaskTest(device_util.DeviceTestCase, generator_contract.GeneratorCo
 
     def test_task_seed_is_a_64_bit_word(self):
         """task_seed 2**64 - 1 and -1 are the same word: the same teacher."""
-        self.assertBitsEqual(teacher_task(64, 8, seed=1, step=0, task_seed=2**64 - 1),
-                             teacher_task(64, 8, seed=1, step=0, task_seed=-1))
+        self.assertBitsEqual(
+            teacher_task(64, 8, seed=1, step=0, task_seed=2**64 - 1), teacher_task(64, 8, seed=1, step=0, task_seed=-1)
+        )
 
     def test_task_seed_picks_the_teacher(self):
         f0, l0 = teacher_task(2000, 8, seed=1, step=0, task_seed=0)
@@ -123,8 +153,12 @@ class TeacherTaskTest(device_util.DeviceTestCase, generator_contract.GeneratorCo
         model = models.mlp(16, 4)
         x, y = teacher_task(8192, 16, seed=2, step=0, task_seed=7)  # held out: another seed
         acc = generator_contract.train_and_score(
-            model, lambda step: teacher_task(256, 16, seed=1, step=step, task_seed=7), steps=400,
-            learning_rate=3e-3, held_out=(x, y))
+            model,
+            lambda step: teacher_task(256, 16, seed=1, step=step, task_seed=7),
+            steps=400,
+            learning_rate=3e-3,
+            held_out=(x, y),
+        )
         majority = float(np.max(np.bincount(y.numpy()[:, 0], minlength=4)) / 8192)
         print(f"teacher_task: student accuracy {acc:.3f}, majority class {majority:.3f}")
         self.assertGreater(acc, 0.85)
@@ -137,14 +171,21 @@ class TeacherTaskTest(device_util.DeviceTestCase, generator_contract.GeneratorCo
             (dict(num_classes=1), "num_classes must be in [2, 64] for task='classification', got 1"),
             (dict(num_classes=65), "got 65"),
             (dict(noise=1.5), "noise (the label flip probability) must be in [0, 1], got 1.5"),
-            (dict(task="regression", noise=-1.0), "noise (the regression noise std) must be in [0, 1e+37] (so every label is finite), got -1"),
-            (dict(task="regression", label_dtype=tf.int32), "label_dtype must be float32 for task='regression', got int32"),
+            (
+                dict(task="regression", noise=-1.0),
+                "noise (the regression noise std) must be in [0, 1e+37] (so every label is finite), got -1",
+            ),
+            (
+                dict(task="regression", label_dtype=tf.int32),
+                "label_dtype must be float32 for task='regression', got int32",
+            ),
             (dict(task="regression", noise=3e38), "noise (the regression noise std) must be in [0, 1e+37]"),
             (dict(task="regression", noise=-1.4e-45), "noise (the regression noise std) must be in [0, 1e+37]"),
             (dict(noise=-1.4e-45), "noise (the label flip probability) must be in [0, 1], got -1.4013e-45"),
             (dict(task_seed=2**64), "task_seed must be in [-2**63, 2**64), got 18446744073709551616"),
             (dict(task_seed=1.0), "task_seed must be an integer, got 1.0"),
         ]
+
         def call(feature_dim=4, **kw):
             return teacher_task(8, feature_dim, seed=1, step=0, **kw)
 

@@ -1,5 +1,6 @@
 """docs/writing-a-generator.md shows the tutorial generator's files verbatim: the text builds
 what the tests test."""
+
 import os
 import re
 
@@ -9,7 +10,6 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
 
 class TutorialTest(tf.test.TestCase):
-
     def test_tutorial_text_is_the_code(self):
         with open(os.path.join(ROOT, "docs", "writing-a-generator.md")) as f:
             doc = f.read()

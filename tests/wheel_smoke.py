@@ -3,6 +3,7 @@ CPU in CI; tools/gpu_session.sh on the GPU, under two TensorFlow versions): the 
 for the running TensorFlow loads, every registered generator runs on every device, the
 golden row is bit-exact, model.fit trains on the GPU-native path, and XLA compiles the ops
 where the library has XLA kernels (and jit_compile=True is refused clearly where not)."""
+
 import sys
 
 import numpy as np
@@ -17,8 +18,10 @@ GOLDEN = np.array([0.30296677, 0.31367546, 0.20855665, 0.18873435, 0.19950825, 0
 def main():
     assert "site-packages" in tf_onthefly.__file__ or "--any-location" in sys.argv, tf_onthefly.__file__
     devices = ["CPU"] + (["GPU"] if tf.config.list_physical_devices("GPU") else [])
-    print(f"TensorFlow {tf.__version__}: op library {_load.VARIANT['library'].split('/')[-1]}, "
-          f"XLA kernels {_load.HAS_XLA}, devices {devices}")
+    print(
+        f"TensorFlow {tf.__version__}: op library {_load.VARIANT['library'].split('/')[-1]}, "
+        f"XLA kernels {_load.HAS_XLA}, devices {devices}"
+    )
     for device in devices:
         with tf.device(f"/{device}:0"):
             f, _ = tf_onthefly.random_batch(4, 6, seed=[1, 2], step=3)
@@ -27,10 +30,14 @@ def main():
             for name, spec in sorted(tf_onthefly.REGISTRY.items()):
                 outs = spec.fn(**spec.examples[0], seed=1, step=0)
                 print(f"  {device} {name}: {[tuple(o.shape) for o in outs]}")
-            model = data.GeneratorModel(models.mlp(16, 4, hidden=(8,)),
-                                        lambda step: tf_onthefly.teacher_task(32, 16, seed=1, step=step))
-            model.compile(optimizer="adam", loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                          steps_per_execution=2)  # jit_compile "auto": XLA on a GPU where the library has it
+            model = data.GeneratorModel(
+                models.mlp(16, 4, hidden=(8,)), lambda step: tf_onthefly.teacher_task(32, 16, seed=1, step=step)
+            )
+            model.compile(
+                optimizer="adam",
+                loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                steps_per_execution=2,
+            )  # jit_compile "auto": XLA on a GPU where the library has it
             model.fit(data.device_dataset(), epochs=1, steps_per_epoch=4, verbose=0)
             assert int(model.data_step.numpy()) == 4
             if _load.HAS_XLA:

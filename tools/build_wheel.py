@@ -8,6 +8,7 @@ FILE are the package's modules, _build_info.py, _variants.py (the TensorFlow ver
 op libraries for) and the libraries; they all go into tf_onthefly/. The TensorFlow
 requirement is the range of _variants.py's versions.
 """
+
 import argparse
 import base64
 import hashlib
@@ -38,21 +39,29 @@ def main():
     for f in sorted(args.files):
         with open(f, "rb") as fh:
             entries[f"{DIST}/{os.path.basename(f)}"] = fh.read()
-    entries[f"{info}/METADATA"] = "\n".join([
-        "Metadata-Version: 2.1",
-        f"Name: {NAME}",
-        f"Version: {version}",
-        "Summary: TensorFlow custom ops that generate training data on the fly, on CPU or GPU.",
-        "Requires-Python: >=3.10",
-        f"Requires-Dist: {tf_requirement}",
-        "Requires-Dist: numpy",
-        "Requires-Dist: absl-py",
-        "License: Apache-2.0",
-        "",
-    ]).encode()
-    entries[f"{info}/WHEEL"] = "\n".join([
-        "Wheel-Version: 1.0", "Generator: tf_onthefly tools/build_wheel.py", "Root-Is-Purelib: false",
-        f"Tag: {tag}", ""]).encode()
+    entries[f"{info}/METADATA"] = "\n".join(
+        [
+            "Metadata-Version: 2.1",
+            f"Name: {NAME}",
+            f"Version: {version}",
+            "Summary: TensorFlow custom ops that generate training data on the fly, on CPU or GPU.",
+            "Requires-Python: >=3.10",
+            f"Requires-Dist: {tf_requirement}",
+            "Requires-Dist: numpy",
+            "Requires-Dist: absl-py",
+            "License: Apache-2.0",
+            "",
+        ]
+    ).encode()
+    entries[f"{info}/WHEEL"] = "\n".join(
+        [
+            "Wheel-Version: 1.0",
+            "Generator: tf_onthefly tools/build_wheel.py",
+            "Root-Is-Purelib: false",
+            f"Tag: {tag}",
+            "",
+        ]
+    ).encode()
     entries[f"{info}/top_level.txt"] = f"{DIST}\n".encode()
     record = []
     for name, data in entries.items():

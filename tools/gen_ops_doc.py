@@ -4,6 +4,7 @@ and its Python wrapper's signature. tests/conventions_test.py checks the file is
 
     python3 tools/gen_ops_doc.py [--check] [OUT]      # default OUT: docs/ops.md
 """
+
 import inspect
 import os
 import sys
@@ -131,8 +132,9 @@ def render():
         for attr in op.attr:
             if attr.name in SDK_ARGS:
                 continue
-            parts.append(f"| `{attr.name}` | {_attr_type(attr)} | {_default(attr)} | "
-                         f"{' '.join(attr.description.split())} |")
+            parts.append(
+                f"| `{attr.name}` | {_attr_type(attr)} | {_default(attr)} | {' '.join(attr.description.split())} |"
+            )
         parts.append("\n| output | dtype | meaning |\n| --- | --- | --- |")
         for arg in op.output_arg:
             parts.append(f"| `{arg.name}` | {_output_type(op, arg)} | {' '.join(arg.description.split())} |")

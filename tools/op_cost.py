@@ -11,6 +11,7 @@ DataPosition do) and consumes a batch of 32 x 16 features. The loop runs three w
 The cost of one op is (op - constant) / steps; with four ops, (op x4 - constant) / (4 steps).
 Median of `repeats` calls after a warm-up. Prints one JSON line.
 """
+
 import argparse
 import json
 import statistics
@@ -38,11 +39,15 @@ def main():
                 acc = tf.constant(0.0)
                 for _ in tf.range(n):
                     s = step.read_value()
-                    batch = [constant] if ops_per_step == 0 else [
-                        tf_onthefly.random_batch(32, 16, seed=[1, k], step=s)[0] for k in range(ops_per_step)]
+                    batch = (
+                        [constant]
+                        if ops_per_step == 0
+                        else [tf_onthefly.random_batch(32, 16, seed=[1, k], step=s)[0] for k in range(ops_per_step)]
+                    )
                     acc += tf.add_n([tf.reduce_sum(b) for b in batch])
                     step.assign_add(1)
                 return acc
+
             return run
 
         times = {}
@@ -56,11 +61,18 @@ def main():
                 samples.append(time.perf_counter() - t0)
             times[name] = statistics.median(samples)
     us = lambda t: 1e6 * t / args.steps  # noqa: E731
-    print(json.dumps(dict(
-        label=args.label, device=args.device, steps=args.steps,
-        steps_per_s={k: round(args.steps / t, 1) for k, t in times.items()},
-        us_per_op=round(us(times["op"] - times["constant"]), 2),
-        us_per_op_of_four=round(us(times["op x4"] - times["constant"]) / 4, 2))))
+    print(
+        json.dumps(
+            dict(
+                label=args.label,
+                device=args.device,
+                steps=args.steps,
+                steps_per_s={k: round(args.steps / t, 1) for k, t in times.items()},
+                us_per_op=round(us(times["op"] - times["constant"]), 2),
+                us_per_op_of_four=round(us(times["op x4"] - times["constant"]) / 4, 2),
+            )
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ python -m tf_onthefly.rates does) in one tf.function, traces one call with the T
     wall time;
   - the host time TensorFlow spent in each op's Compute (the op's own launch work).
 """
+
 import argparse
 import collections
 import glob
@@ -73,8 +74,10 @@ def main():
     kernels = sorted(((n, s, d) for _, n, s, d in gpu if d > 0), key=lambda e: e[1])
     if not kernels:
         print("no device events in the trace: TensorFlow could not load CUPTI (libcupti.so.12)")
-    print(f"{args.unroll} x random_batch {args.distribution} {args.mib} MiB{' under XLA' if args.jit else ''}: "
-          f"call wall time {wall * 1e3:.3f} ms")
+    print(
+        f"{args.unroll} x random_batch {args.distribution} {args.mib} MiB{' under XLA' if args.jit else ''}: "
+        f"call wall time {wall * 1e3:.3f} ms"
+    )
     ours = other = idle = 0.0
     last_end = None
     for name, start, dur in kernels:
@@ -87,8 +90,10 @@ def main():
         print(f"  gap {gap:9.1f} us  kernel {dur / 1e6:9.1f} us  {'*' if mine else ' '} {name[:90]}")
     if kernels:
         span = (last_end - kernels[0][1]) / 1e6
-        print(f"GPU span {span:.1f} us: our kernels {ours:.1f} us, other kernels {other:.1f} us, idle {idle:.1f} us "
-              f"({idle / span:.0%})")
+        print(
+            f"GPU span {span:.1f} us: our kernels {ours:.1f} us, other kernels {other:.1f} us, idle {idle:.1f} us "
+            f"({idle / span:.0%})"
+        )
     host = collections.defaultdict(list)
     for name, evs in planes.items():
         if "host" in name.lower():

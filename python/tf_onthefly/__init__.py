@@ -6,6 +6,7 @@ Every generator of the build (tf_ops/generators.bzl) is a function of this packa
 random_batch, teacher_task, procedural_shapes, random_walk, ...; GENERATORS maps their
 names to them, REGISTRY to their records (op name, example arguments).
 """
+
 from tf_onthefly import data
 from tf_onthefly._generator import GENERATORS, REGISTRY, load_generators
 from tf_onthefly._version import __version__

@@ -3,6 +3,7 @@ Python value means for an op's input or attribute, and refuses, naming the argum
 it cannot mean. Range checks that depend on the generator stay in its C++ Configure (they
 run in the shape function and the kernel alike); here: types, and the 64-bit ranges.
 """
+
 import math
 import numbers
 
@@ -91,6 +92,10 @@ def attr_value(value, attr):
     if attr.type == "string":
         allowed = [s.decode() for s in attr.allowed_values.list.s]
         if not isinstance(value, str) or (allowed and value not in allowed):
-            refuse(arg, f"must be one of {', '.join(map(repr, allowed))}, got {value!r}" if allowed
-                   else f"must be a string, got {value!r}")
+            refuse(
+                arg,
+                f"must be one of {', '.join(map(repr, allowed))}, got {value!r}"
+                if allowed
+                else f"must be a string, got {value!r}",
+            )
     return value

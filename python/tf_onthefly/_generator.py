@@ -9,6 +9,7 @@ data pipelines, the bench and rates, the contract, fuzz and sanitizer tests, the
 smoke test, the op reference). Which modules exist is the build's list,
 tf_ops/generators.bzl.
 """
+
 import dataclasses
 import importlib
 import re
@@ -23,11 +24,12 @@ from tf_onthefly import _args, _load
 @dataclasses.dataclass(frozen=True)
 class Generator:
     """A registered generator op."""
-    name: str                   # Python name: tf_onthefly.<name>
-    op: str                     # op name, OnTheFly>Name
-    fn: Callable                # the wrapper
+
+    name: str  # Python name: tf_onthefly.<name>
+    op: str  # op name, OnTheFly>Name
+    fn: Callable  # the wrapper
     examples: Tuple[dict, ...]  # keyword arguments (without seed and step) that exercise it;
-                                # the first is its canonical small call
+    # the first is its canonical small call
 
 
 # Python name -> Generator / wrapper, for every generator op of the package.
@@ -63,15 +65,25 @@ def op_function(op: str) -> Callable:
 _SDK_INPUTS = ("seed", "step", "first_sample")
 
 
-def call_generator(op: str, batch_size: int, seed, step, *, first_sample=0,
-                   num_samples: Optional[int] = None, name: Optional[str] = None, **attrs):
+def call_generator(
+    op: str,
+    batch_size: int,
+    seed,
+    step,
+    *,
+    first_sample=0,
+    num_samples: Optional[int] = None,
+    name: Optional[str] = None,
+    **attrs,
+):
     """Calls generator op `op` with every argument converted and checked by one rule per
     OpDef type (tf_onthefly/_args.py): seeds and steps as 64-bit words, integers within
     int64, floats within float32, never a float truncated to an integer."""
     attr_defs = {a.name: a for a in op_def_registry.get(op).attr}
     converted = {}
-    for arg, value in dict(attrs, batch_size=batch_size,
-                           num_samples=-1 if num_samples is None else num_samples).items():
+    for arg, value in dict(
+        attrs, batch_size=batch_size, num_samples=-1 if num_samples is None else num_samples
+    ).items():
         if arg not in attr_defs:
             raise TypeError(f"{op} has no argument {arg!r}")
         converted[arg] = _args.attr_value(value, attr_defs[arg])
@@ -81,6 +93,9 @@ def call_generator(op: str, batch_size: int, seed, step, *, first_sample=0,
         # read them on the device).
         with tf.device("/CPU:0"):
             first = _args.int64_tensor(first_sample, "first_sample")
-        return op_function(op)(seed=_args.int64_tensor(seed, "seed", unsigned_64=True),
-                               step=_args.int64_tensor(step, "step", unsigned_64=True),
-                               first_sample=first, **converted)
+        return op_function(op)(
+            seed=_args.int64_tensor(seed, "seed", unsigned_64=True),
+            step=_args.int64_tensor(step, "step", unsigned_64=True),
+            first_sample=first,
+            **converted,
+        )

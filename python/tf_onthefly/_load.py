@@ -5,6 +5,7 @@ fails with an obscure 'undefined symbol' (or, worse, loads and misbehaves). The 
 one per supported minor (_variants.py, docs/packaging.md); pick the one that matches, or
 say plainly which versions are supported and what to do.
 """
+
 import os
 
 import tensorflow as tf
@@ -28,9 +29,13 @@ def variant_for(found: str = None) -> dict:
             f"tf_onthefly has op libraries for TensorFlow {span} ({', '.join(supported)}), but TensorFlow "
             f"{found} is installed. Fix: pip install 'tensorflow>={supported[0]},<{_next_minor(supported[-1])}' "
             f"(another TensorFlow needs a source build with it added to tf_ops/tf_versions.bzl: "
-            f"docs/packaging.md).")
-    return dict(_variants.VARIANTS[minor(found)], minor=minor(found),
-                library=os.path.join(HERE, f"_ops_tf{minor(found).replace('.', '_')}.so"))
+            f"docs/packaging.md)."
+        )
+    return dict(
+        _variants.VARIANTS[minor(found)],
+        minor=minor(found),
+        library=os.path.join(HERE, f"_ops_tf{minor(found).replace('.', '_')}.so"),
+    )
 
 
 def _next_minor(version: str) -> str:

@@ -29,14 +29,15 @@ and jit setting, and the input rate in GB/s; writes bench.json and bench.png to 
 `profile_input()` (and `--profile=module:function`) answers the question for your own
 pipeline.
 """
+
 import importlib
 import json
 import os
 import time
 
-from absl import app, flags
 import numpy as np
 import tensorflow as tf
+from absl import app, flags
 
 import tf_onthefly
 from tf_onthefly import data, models
@@ -65,25 +66,37 @@ def configs(gpu):
     def features(batch, dim):
         return dict(
             gen=lambda step: tf_onthefly.random_batch(batch, dim, seed=1, step=step),
-            numpy=lambda rng: (rng.random((batch, dim), dtype=np.float32),
-                               (rng.random((batch, 1), dtype=np.float32) < 0.5).astype(np.float32)),
-            tf=lambda step: (tf.random.stateless_uniform([batch, dim], seed=tf.stack([step, 1])),
-                             tf.cast(tf.random.stateless_uniform([batch, 1], seed=tf.stack([step, 2])) < 0.5,
-                                     tf.float32)))
+            numpy=lambda rng: (
+                rng.random((batch, dim), dtype=np.float32),
+                (rng.random((batch, 1), dtype=np.float32) < 0.5).astype(np.float32),
+            ),
+            tf=lambda step: (
+                tf.random.stateless_uniform([batch, dim], seed=tf.stack([step, 1])),
+                tf.cast(tf.random.stateless_uniform([batch, 1], seed=tf.stack([step, 2])) < 0.5, tf.float32),
+            ),
+        )
 
     wide = 65536 if gpu else 4096
     images = 1024 if gpu else 64
     return {
         "seed": dict(batch=32, model=lambda: models.mlp(16, 1), loss=bce, **features(32, 16)),
         "wide": dict(batch=wide, model=lambda: models.mlp(256, 1), loss=bce, **features(wide, 256)),
-        "cnn": dict(batch=images, model=lambda: models.cnn((32, 32, 1), 3), loss=sce,
-                    gen=lambda step: tf_onthefly.procedural_shapes(images, 32, 32, seed=1, step=step, channels=1,
-                                                                    dtype=tf.float32),
-                    numpy=lambda rng: (rng.random((images, 32, 32, 1), dtype=np.float32),
-                                       rng.integers(0, 3, (images, 1), dtype=np.int32)),
-                    tf=lambda step: (tf.random.stateless_uniform([images, 32, 32, 1], seed=tf.stack([step, 1])),
-                                     tf.random.stateless_uniform([images, 1], seed=tf.stack([step, 2]), minval=0,
-                                                                 maxval=3, dtype=tf.int32))),
+        "cnn": dict(
+            batch=images,
+            model=lambda: models.cnn((32, 32, 1), 3),
+            loss=sce,
+            gen=lambda step: tf_onthefly.procedural_shapes(
+                images, 32, 32, seed=1, step=step, channels=1, dtype=tf.float32
+            ),
+            numpy=lambda rng: (
+                rng.random((images, 32, 32, 1), dtype=np.float32),
+                rng.integers(0, 3, (images, 1), dtype=np.int32),
+            ),
+            tf=lambda step: (
+                tf.random.stateless_uniform([images, 32, 32, 1], seed=tf.stack([step, 1])),
+                tf.random.stateless_uniform([images, 1], seed=tf.stack([step, 2]), minval=0, maxval=3, dtype=tf.int32),
+            ),
+        ),
     }
 
 
@@ -111,8 +124,12 @@ def _fit_runner(cfg, path, steps_per_execution, jit):
         model, ds = data.GeneratorModel(cfg["model"](), _batch_generator(cfg, path)), data.device_dataset()
     else:
         model, ds = cfg["model"](), _dataset(cfg, path)
-    model.compile(optimizer=tf.keras.optimizers.Adam(1e-3), loss=cfg["loss"],
-                  steps_per_execution=steps_per_execution, jit_compile=jit)
+    model.compile(
+        optimizer=tf.keras.optimizers.Adam(1e-3),
+        loss=cfg["loss"],
+        steps_per_execution=steps_per_execution,
+        jit_compile=jit,
+    )
     return lambda steps: model.fit(ds, epochs=1, steps_per_epoch=steps, verbose=0)
 
 
@@ -151,6 +168,7 @@ def measure(run, granule, seconds):
     timed, and the rate is n over the difference: keras fit()'s own set-up per call, which
     is large next to a small step, cancels out.
     """
+
     def timed(steps):
         t0 = time.perf_counter()
         run(steps)
@@ -169,7 +187,7 @@ def run_row(cfg, path, mode, jit, device, seconds):
     with tf.device(device):
         if mode == "loop64":
             return measure(_loop_runner(cfg, path, 64, jit), 64, seconds)
-        spe = int(mode[len("fit"):])
+        spe = int(mode[len("fit") :])
         return measure(_fit_runner(cfg, path, spe, jit), spe, seconds)
 
 
@@ -186,24 +204,42 @@ def run(config_names, paths, modes, jits, gpu, seconds, progress=print):
     for n, (name, path, mode, jit) in enumerate(todo, 1):
         cfg = all_cfgs[name]
         rate = run_row(cfg, path, mode, jit, device, seconds)
-        table.append(dict(config=name, path=path, mode=mode, jit=jit, batch=cfg["batch"], steps_per_s=rate,
-                          samples_per_s=rate * cfg["batch"], input_gb_per_s=rate * batch_bytes(cfg) / 1e9))
-        progress(f"[{n}/{len(todo)}] {name:5s} {mode:6s} jit={'on' if jit else 'off':3s} {path:15s} "
-                 f"{rate:10.1f} steps/s")
+        table.append(
+            dict(
+                config=name,
+                path=path,
+                mode=mode,
+                jit=jit,
+                batch=cfg["batch"],
+                steps_per_s=rate,
+                samples_per_s=rate * cfg["batch"],
+                input_gb_per_s=rate * batch_bytes(cfg) / 1e9,
+            )
+        )
+        progress(
+            f"[{n}/{len(todo)}] {name:5s} {mode:6s} jit={'on' if jit else 'off':3s} {path:15s} {rate:10.1f} steps/s"
+        )
     for row in table:
-        base = [r for r in table if (r["config"], r["mode"], r["jit"], r["path"]) ==
-                (row["config"], row["mode"], row["jit"], "constant")]
+        base = [
+            r
+            for r in table
+            if (r["config"], r["mode"], r["jit"], r["path"]) == (row["config"], row["mode"], row["jit"], "constant")
+        ]
         row["vs_constant"] = row["steps_per_s"] / base[0]["steps_per_s"] if base else float("nan")
     return table
 
 
 def format_table(table):
-    lines = [f"{'config':6s} {'batch':>6s} {'mode':6s} {'jit':3s} {'path':15s} {'steps/s':>9s} {'samples/s':>11s} "
-             f"{'vs constant':>11s} {'input GB/s':>10s}"]
+    lines = [
+        f"{'config':6s} {'batch':>6s} {'mode':6s} {'jit':3s} {'path':15s} {'steps/s':>9s} {'samples/s':>11s} "
+        f"{'vs constant':>11s} {'input GB/s':>10s}"
+    ]
     for r in table:
-        lines.append(f"{r['config']:6s} {r['batch']:6d} {r['mode']:6s} {'on' if r['jit'] else 'off':3s} "
-                     f"{r['path']:15s} {r['steps_per_s']:9.1f} {r['samples_per_s']:11.0f} "
-                     f"{r['vs_constant']:10.2f}x {r['input_gb_per_s']:10.3f}")
+        lines.append(
+            f"{r['config']:6s} {r['batch']:6d} {r['mode']:6s} {'on' if r['jit'] else 'off':3s} "
+            f"{r['path']:15s} {r['steps_per_s']:9.1f} {r['samples_per_s']:11.0f} "
+            f"{r['vs_constant']:10.2f}x {r['input_gb_per_s']:10.3f}"
+        )
     return "\n".join(lines)
 
 
@@ -220,12 +256,15 @@ def write_outputs(table, out, meta):
     with open(os.path.join(out, "bench.json"), "w") as f:
         json.dump(dict(meta, results=table), f, indent=1)
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     config_names = list(dict.fromkeys(r["config"] for r in table))
     settings = list(dict.fromkeys((r["mode"], r["jit"]) for r in table))
-    fig, axes = plt.subplots(1, len(config_names), figsize=(6 * len(config_names), 1.2 + 0.9 * len(settings) * 2),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(config_names), figsize=(6 * len(config_names), 1.2 + 0.9 * len(settings) * 2), squeeze=False
+    )
     colors = plt.get_cmap("tab10")
     for ax, name in zip(axes[0], config_names):
         rows = [r for r in table if r["config"] == name]
@@ -237,8 +276,13 @@ def write_outputs(table, out, meta):
             vals = [sub[p]["samples_per_s"] for p in paths if p in sub]
             bars = ax.barh(ys, vals, height=height, color=colors(k), label=f"{mode}, jit {'on' if jit else 'off'}")
             for bar, p in zip(bars, [p for p in paths if p in sub]):
-                ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, " " + speed_label(sub[p]["vs_constant"]),
-                        va="center", fontsize=7)
+                ax.text(
+                    bar.get_width(),
+                    bar.get_y() + bar.get_height() / 2,
+                    " " + speed_label(sub[p]["vs_constant"]),
+                    va="center",
+                    fontsize=7,
+                )
         ax.set_yticks([i + 0.4 - height / 2 for i in range(len(paths))], paths)
         ax.set_xlim(0, max(r["samples_per_s"] for r in rows) * 1.35)
         ax.set_title(f"{name} (batch {rows[0]['batch']})")
@@ -279,12 +323,16 @@ def profile_input(dataset, train_step, steps=50, warmup=5):
     real_ms = timed(lambda: next(it))
     share = max(0.0, 1.0 - cached_ms / real_ms)
     if share > 0.1:
-        verdict = (f"Input is your bottleneck: a step takes {real_ms:.2f} ms with your input but {cached_ms:.2f} ms "
-                   f"on a cached batch, so {share:.0%} of each step waits for data; generate on the device "
-                   f"(tf_onthefly.data.GeneratorModel) or parallelise the input pipeline.")
+        verdict = (
+            f"Input is your bottleneck: a step takes {real_ms:.2f} ms with your input but {cached_ms:.2f} ms "
+            f"on a cached batch, so {share:.0%} of each step waits for data; generate on the device "
+            f"(tf_onthefly.data.GeneratorModel) or parallelise the input pipeline."
+        )
     else:
-        verdict = (f"Input is not your bottleneck: a step takes {real_ms:.2f} ms with your input and "
-                   f"{cached_ms:.2f} ms on a cached batch ({share:.0%} waiting for data); optimise the model step.")
+        verdict = (
+            f"Input is not your bottleneck: a step takes {real_ms:.2f} ms with your input and "
+            f"{cached_ms:.2f} ms on a cached batch ({share:.0%} waiting for data); optimise the model step."
+        )
     return dict(real_ms=real_ms, cached_ms=cached_ms, input_share=share, verdict=verdict)
 
 
@@ -308,15 +356,22 @@ def main(argv):
         raise app.UsageError("--device=gpu but TensorFlow sees no GPU")
     seconds = FLAGS.seconds or (2.0 if gpu else 1.0)
     jits = [j == "on" for j in (FLAGS.jit or (["off", "on"] if gpu else ["off"]))]
-    device_name = (tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU") if gpu
-                   else f"CPU ({os.cpu_count()} cores)")
+    device_name = (
+        tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU")
+        if gpu
+        else f"CPU ({os.cpu_count()} cores)"
+    )
     print(f"tf_onthefly {tf_onthefly.__version__} bench on {device_name}; {seconds:g} s per measurement")
     t0 = time.perf_counter()
     table = run(FLAGS.configs, FLAGS.paths, FLAGS.modes, jits, gpu, seconds)
     print()
     print(format_table(table))
-    meta = dict(device=device_name, tensorflow=tf.__version__, seconds=seconds,
-                date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+    meta = dict(
+        device=device_name,
+        tensorflow=tf.__version__,
+        seconds=seconds,
+        date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    )
     write_outputs(table, FLAGS.out, meta)
     print(f"\nwrote {os.path.join(FLAGS.out, 'bench.json')} and bench.png ({time.perf_counter() - t0:.0f} s)")
     print("Reading it: docs/bench.md. 'vs constant' is steps/s against the constant batch of the same mode and jit.")

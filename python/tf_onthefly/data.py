@@ -20,11 +20,11 @@
 
 docs/training.md explains the choices and how path 3 compares with copying batches.
 """
+
 from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
 import tensorflow as tf
-
 
 AUTOTUNE = tf.data.AUTOTUNE
 
@@ -54,15 +54,21 @@ def _check_batch(batch, signature, names, index):
         if arr.dtype != spec.dtype.as_numpy_dtype:
             raise SignatureDriftError(
                 f"batch {index}: field '{name}' has dtype {arr.dtype}, expected {spec.dtype.name} "
-                f"(shape {list(arr.shape)}, expected {spec.shape})")
+                f"(shape {list(arr.shape)}, expected {spec.shape})"
+            )
         if not spec.shape.is_compatible_with(arr.shape):
             raise SignatureDriftError(
-                f"batch {index}: field '{name}' has shape {list(arr.shape)}, expected {spec.shape} "
-                f"(dtype {arr.dtype})")
+                f"batch {index}: field '{name}' has shape {list(arr.shape)}, expected {spec.shape} (dtype {arr.dtype})"
+            )
 
 
-def from_python(generator_fn: Callable[[], Iterable[Any]], output_signature, *,
-                num_batches: Optional[int] = None, prefetch: bool = True) -> tf.data.Dataset:
+def from_python(
+    generator_fn: Callable[[], Iterable[Any]],
+    output_signature,
+    *,
+    num_batches: Optional[int] = None,
+    prefetch: bool = True,
+) -> tf.data.Dataset:
     """The simple path: batches from a Python generator function, checked as they come.
 
     Args:
@@ -91,15 +97,21 @@ def from_python(generator_fn: Callable[[], Iterable[Any]], output_signature, *,
             yield batch
         if num_batches is not None and count < num_batches:
             raise SignatureDriftError(
-                f"batch {count}: the generator stopped after {count} batches, expected {num_batches}")
+                f"batch {count}: the generator stopped after {count} batches, expected {num_batches}"
+            )
 
     ds = tf.data.Dataset.from_generator(checked, output_signature=output_signature)
     return ds.prefetch(AUTOTUNE) if prefetch else ds
 
 
-def host_dataset(generator: Callable[[tf.Tensor], Any], *, start_step: int = 0,
-                 steps: Optional[int] = None, num_parallel_calls=AUTOTUNE,
-                 prefetch: bool = True) -> tf.data.Dataset:
+def host_dataset(
+    generator: Callable[[tf.Tensor], Any],
+    *,
+    start_step: int = 0,
+    steps: Optional[int] = None,
+    num_parallel_calls=AUTOTUNE,
+    prefetch: bool = True,
+) -> tf.data.Dataset:
     """Native generator op on the host, inside tf.data: batch i is generator(start_step + i).
 
     The op runs on tf.data's CPU threads, in parallel, deterministic order. Resume by
@@ -134,8 +146,7 @@ def replica_shard(global_batch_size: int):
     ctx = tf.distribute.get_replica_context()
     replicas = ctx.num_replicas_in_sync if ctx is not None else 1
     if global_batch_size % replicas:
-        raise ValueError(f"global_batch_size {global_batch_size} is not divisible by the "
-                         f"{replicas} replicas in sync")
+        raise ValueError(f"global_batch_size {global_batch_size} is not divisible by the {replicas} replicas in sync")
     per_replica = global_batch_size // replicas
     replica = ctx.replica_id_in_sync_group if ctx is not None else 0
     first = tf.cast(replica, tf.int64) * per_replica
@@ -151,6 +162,7 @@ def sharded(generator: Callable[..., Any], global_batch_size: int) -> Callable[[
     Each replica then generates its B/R samples of the global batch, keyed on the global
     sample index: the same global batch for any number of replicas and workers.
     """
+
     def shard_generator(step):
         first, num = replica_shard(global_batch_size)
         return generator(step, first_sample=first, num_samples=num)
@@ -158,8 +170,7 @@ def sharded(generator: Callable[..., Any], global_batch_size: int) -> Callable[[
     return shard_generator
 
 
-def distributed_host_dataset(strategy, generator: Callable[..., Any], global_batch_size: int, *,
-                             start_step: int = 0):
+def distributed_host_dataset(strategy, generator: Callable[..., Any], global_batch_size: int, *, start_step: int = 0):
     """Native op on the host, distributed: each input pipeline generates only its replicas' shards.
 
     Uses strategy.distribute_datasets_from_function. Pipeline p (one per worker) serves its
@@ -167,6 +178,7 @@ def distributed_host_dataset(strategy, generator: Callable[..., Any], global_bat
     replica p * L + k % L, generated as samples [(p L + j) B/R, (p L + j + 1) B/R).
     `generator(step, first_sample=, num_samples=)` as for `sharded`.
     """
+
     def dataset_fn(ctx: tf.distribute.InputContext):
         replicas = ctx.num_replicas_in_sync
         local = replicas // ctx.num_input_pipelines
@@ -178,8 +190,7 @@ def distributed_host_dataset(strategy, generator: Callable[..., Any], global_bat
             first = (base + k % local) * per_replica
             return generator(step, first_sample=first, num_samples=per_replica)
 
-        ds = tf.data.Dataset.range(np.iinfo(np.int64).max).map(element, num_parallel_calls=AUTOTUNE,
-                                                               deterministic=True)
+        ds = tf.data.Dataset.range(np.iinfo(np.int64).max).map(element, num_parallel_calls=AUTOTUNE, deterministic=True)
         return ds.prefetch(AUTOTUNE)
 
     return strategy.distribute_datasets_from_function(dataset_fn)
@@ -228,13 +239,15 @@ class DataPosition(tf.Module):
         device: generation, the step and the counter stay there, and the host only
         launches the loop once per call.
         """
+
         def one_step():
             out = step_fn(self.next_batch())
             return tf.constant(0) if out is None else out  # a loop variable must be a tensor
 
         n = tf.cast(num_steps, tf.int64)
-        _, last = tf.while_loop(lambda i, _: i < n, lambda i, _: (i + 1, one_step()),
-                                (tf.constant(1, tf.int64), one_step()))
+        _, last = tf.while_loop(
+            lambda i, _: i < n, lambda i, _: (i + 1, one_step()), (tf.constant(1, tf.int64), one_step())
+        )
         return last
 
 
@@ -254,17 +267,28 @@ class GeneratorModel(tf.keras.Model):
     and __call__ take real inputs and are the wrapped model's.
     """
 
-    def __init__(self, model: tf.keras.Model, generator: Callable, eval_generator: Optional[Callable] = None,
-                 start_step: int = 0, **kwargs):
+    def __init__(
+        self,
+        model: tf.keras.Model,
+        generator: Callable,
+        eval_generator: Optional[Callable] = None,
+        start_step: int = 0,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.model = model
         self.generator = generator
         self.eval_generator = eval_generator or generator
         # Every replica reads the same step; one replica's increment is the update (under
         # a tf.distribute strategy this is a mirrored variable).
-        self.data_step = self.add_weight(name="data_step", shape=(), dtype="int64", trainable=False,
-                                         initializer=tf.keras.initializers.Constant(start_step),
-                                         aggregation="only_first_replica")
+        self.data_step = self.add_weight(
+            name="data_step",
+            shape=(),
+            dtype="int64",
+            trainable=False,
+            initializer=tf.keras.initializers.Constant(start_step),
+            aggregation="only_first_replica",
+        )
         # Built when the wrapped model is (BackupAndRestore, for one, needs that before fit).
         self.built = bool(getattr(model, "built", False))
 
@@ -292,7 +316,8 @@ class GeneratorModel(tf.keras.Model):
             if jit_compile is True:
                 raise ValueError(
                     f"jit_compile=True: tf_onthefly's op library for TensorFlow {_load.VARIANT['minor']} has no "
-                    f"XLA kernels (they need TensorFlow 2.20 or newer); use jit_compile=False")
+                    f"XLA kernels (they need TensorFlow 2.20 or newer); use jit_compile=False"
+                )
             jit_compile = False if jit_compile == "auto" else jit_compile
         super().compile(*args, jit_compile=jit_compile, **kwargs)
 

@@ -1,4 +1,5 @@
 """Version and build report: python -m tf_onthefly.info"""
+
 import os
 import sys
 
@@ -16,21 +17,26 @@ def report() -> dict:
         from tf_onthefly import _load  # checks the version, loads the library
 
         loaded = f"yes: {os.path.basename(_load.VARIANT['library'])} (built against TensorFlow {_load.VARIANT['tf']})"
-        xla = ("yes (jit_compile, Keras jit_compile='auto' on GPUs)" if _load.HAS_XLA else
-               f"no: the op library for TensorFlow {_load.VARIANT['minor']} has no XLA kernels "
-               f"(they need TensorFlow 2.20 or newer); generation runs as TensorFlow kernels")
+        xla = (
+            "yes (jit_compile, Keras jit_compile='auto' on GPUs)"
+            if _load.HAS_XLA
+            else f"no: the op library for TensorFlow {_load.VARIANT['minor']} has no XLA kernels "
+            f"(they need TensorFlow 2.20 or newer); generation runs as TensorFlow kernels"
+        )
     except ImportError as e:  # keep reporting: this is what the user needs to see
         loaded, xla = f"no: {e}", "no"
     gpus = tf.config.list_physical_devices("GPU")
     return {
         "tf_onthefly": __version__,
         "TensorFlow found": tf.__version__,
-        "TensorFlow supported": ", ".join(f"{v} (XLA: {'yes' if _variants.VARIANTS[v]['xla'] else 'no'})"
-                                          for v in supported),
+        "TensorFlow supported": ", ".join(
+            f"{v} (XLA: {'yes' if _variants.VARIANTS[v]['xla'] else 'no'})" for v in supported
+        ),
         "op library loads": loaded,
         "XLA kernels": xla,
         "CUDA version of the kernels": _build_info.CUDA_VERSION,
-        "GPU architectures compiled in": ", ".join(_build_info.CUDA_ARCHS) + f" (+ PTX for {_build_info.CUDA_ARCHS[-1]})",
+        "GPU architectures compiled in": ", ".join(_build_info.CUDA_ARCHS)
+        + f" (+ PTX for {_build_info.CUDA_ARCHS[-1]})",
         "GPU visible": ", ".join(g.name for g in gpus) if gpus else "no",
         "location": os.path.dirname(os.path.abspath(__file__)),
     }

@@ -1,4 +1,5 @@
 """The small models the demo, the bench and the tests train, defined once."""
+
 from typing import Callable, Sequence
 
 import tensorflow as tf
@@ -14,10 +15,14 @@ def mlp(input_dim: int, outputs: int, hidden: Sequence[int] = (64, 64)) -> tf.ke
 
 def cnn(input_shape: Sequence[int], classes: int, dense: int = 0) -> tf.keras.Model:
     """Two conv + max-pool stages, then (optionally) a dense layer and the class logits."""
-    layers = [tf.keras.Input(tuple(input_shape)),
-              tf.keras.layers.Conv2D(16, 3, activation="relu"), tf.keras.layers.MaxPooling2D(),
-              tf.keras.layers.Conv2D(32, 3, activation="relu"), tf.keras.layers.MaxPooling2D(),
-              tf.keras.layers.Flatten()]
+    layers = [
+        tf.keras.Input(tuple(input_shape)),
+        tf.keras.layers.Conv2D(16, 3, activation="relu"),
+        tf.keras.layers.MaxPooling2D(),
+        tf.keras.layers.Conv2D(32, 3, activation="relu"),
+        tf.keras.layers.MaxPooling2D(),
+        tf.keras.layers.Flatten(),
+    ]
     if dense:
         layers.append(tf.keras.layers.Dense(dense, activation="relu"))
     return tf.keras.Sequential(layers + [tf.keras.layers.Dense(classes)])
@@ -29,8 +34,7 @@ def train_step(model: tf.keras.Model, loss_fn: Callable, optimizer) -> Callable:
     def apply(x, y):
         with tf.GradientTape() as tape:
             loss = loss_fn(y, model(x, training=True))
-        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
-                                      model.trainable_variables))
+        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
         return loss
 
     return apply

@@ -1,4 +1,5 @@
 """procedural_shapes: images of random circles, rectangles and triangles, with labels and boxes."""
+
 from typing import Optional, Tuple, Union
 
 import tensorflow as tf
@@ -46,16 +47,31 @@ def procedural_shapes(
       `[n, 1]`, boxes float32 `[n, 4]` as normalised `[ymin, xmin, ymax, xmax]`.
     """
     images, labels, boxes = call_generator(
-        "OnTheFly>ProceduralShapes", batch_size, seed, step,
-        first_sample=first_sample, num_samples=num_samples, name=name,
-        height=height, width=width, channels=channels, dtype=dtype, min_size=min_size,
-        max_size=max_size, noise=noise)
+        "OnTheFly>ProceduralShapes",
+        batch_size,
+        seed,
+        step,
+        first_sample=first_sample,
+        num_samples=num_samples,
+        name=name,
+        height=height,
+        width=width,
+        channels=channels,
+        dtype=dtype,
+        min_size=min_size,
+        max_size=max_size,
+        noise=noise,
+    )
     return (images, labels, boxes) if return_boxes else (images, labels)
 
 
-register("OnTheFly>ProceduralShapes", procedural_shapes, examples=[
-    dict(batch_size=2, height=16, width=16),
-    dict(batch_size=9, height=21, width=35, return_boxes=True),  # a partial last item per row
-    dict(batch_size=5, height=16, width=16, channels=1, dtype=tf.float32),
-    dict(batch_size=3, height=12, width=20, dtype=tf.bfloat16),
-])
+register(
+    "OnTheFly>ProceduralShapes",
+    procedural_shapes,
+    examples=[
+        dict(batch_size=2, height=16, width=16),
+        dict(batch_size=9, height=21, width=35, return_boxes=True),  # a partial last item per row
+        dict(batch_size=5, height=16, width=16, channels=1, dtype=tf.float32),
+        dict(batch_size=3, height=12, width=20, dtype=tf.bfloat16),
+    ],
+)

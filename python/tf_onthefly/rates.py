@@ -13,6 +13,7 @@ in its own process, before TensorFlow takes the GPU's memory) are timed with the
 idioms: `unroll` calls back to back, then a synchronisation. Rates count bytes written (the
 copy: read + written). Absolute times mean something only on a GPU.
 """
+
 import json
 import os
 import statistics
@@ -20,9 +21,9 @@ import subprocess
 import sys
 import time
 
-from absl import app, flags, logging
 import numpy as np
 import tensorflow as tf
+from absl import app, flags, logging
 
 import tf_onthefly
 
@@ -66,24 +67,36 @@ def candidates(size):
     for name, spec in tf_onthefly.REGISTRY.items():
         example, moved = _scaled(spec, size)
         shown = ", ".join(f"{k}={v.name if hasattr(v, 'name') else v}" for k, v in example.items() if k != "batch_size")
-        out[f"{name} ({shown})"] = (lambda step, spec=spec, example=example: spec.fn(**example, seed=1, step=step),
-                                    moved, False)
-    out.update({
-        "tf.random.stateless_uniform": (lambda step: tf.random.stateless_uniform(shape, seed=tf.stack([step, 1])),
-                                        fb, False),
-        "tf.random.stateless_normal": (lambda step: tf.random.stateless_normal(shape, seed=tf.stack([step, 1])),
-                                       fb, False),
-        "copy x*2 (read+write)": (lambda step: x * tf.cast(step, tf.float32), 2 * fb, False),
-        NUMPY: (None, fb, False),
-        NUMPY_NORMAL: (None, fb, False),
-    })
+        out[f"{name} ({shown})"] = (
+            lambda step, spec=spec, example=example: spec.fn(**example, seed=1, step=step),
+            moved,
+            False,
+        )
+    out.update(
+        {
+            "tf.random.stateless_uniform": (
+                lambda step: tf.random.stateless_uniform(shape, seed=tf.stack([step, 1])),
+                fb,
+                False,
+            ),
+            "tf.random.stateless_normal": (
+                lambda step: tf.random.stateless_normal(shape, seed=tf.stack([step, 1])),
+                fb,
+                False,
+            ),
+            "copy x*2 (read+write)": (lambda step: x * tf.cast(step, tf.float32), 2 * fb, False),
+            NUMPY: (None, fb, False),
+            NUMPY_NORMAL: (None, fb, False),
+        }
+    )
     return out
 
 
 def _row(name, moved, seconds_per_output, size):
     logging.info("%-48s %9.3f ms  %8.1f GB/s", name, seconds_per_output * 1e3, moved / seconds_per_output / 1e9)
-    return dict(name=name, mib=size >> 20, ms=seconds_per_output * 1e3, gb_per_s=moved / seconds_per_output / 1e9,
-                bytes=moved)
+    return dict(
+        name=name, mib=size >> 20, ms=seconds_per_output * 1e3, gb_per_s=moved / seconds_per_output / 1e9, bytes=moved
+    )
 
 
 def time_per_output(call, repeats, unroll):
@@ -195,8 +208,13 @@ def measure_peers(sizes, repeats, unroll, only=None):
             continue
         for size in sizes:
             try:
-                out = subprocess.run([sys.executable, "-c", code, str(size // 4), str(repeats), str(unroll)],
-                                     capture_output=True, text=True, timeout=600, env=env)
+                out = subprocess.run(
+                    [sys.executable, "-c", code, str(size // 4), str(repeats), str(unroll)],
+                    capture_output=True,
+                    text=True,
+                    timeout=600,
+                    env=env,
+                )
             except subprocess.TimeoutExpired:
                 notes.append(f"{peer}: timed out")
                 break
@@ -231,8 +249,10 @@ def main(argv):
     gpus = tf.config.list_physical_devices("GPU")
     device = tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU") if gpus else "CPU"
     rows, notes = measure(FLAGS.mib, FLAGS.repeats, FLAGS.unroll, FLAGS.only, peers=FLAGS.peers and bool(gpus))
-    print(f"device: {device}; median of {FLAGS.repeats} calls x {FLAGS.unroll} outputs; GB/s = bytes written "
-          f"(copy: read + written) / time")
+    print(
+        f"device: {device}; median of {FLAGS.repeats} calls x {FLAGS.unroll} outputs; GB/s = bytes written "
+        f"(copy: read + written) / time"
+    )
     for size in sorted({r["mib"] for r in rows}):
         sized = [r for r in rows if r["mib"] == size]
         copy = [r for r in sized if r["name"].startswith("copy")]
@@ -243,14 +263,18 @@ def main(argv):
         by_name = {r["name"]: r for r in sized}
         for ours, numpy_name in [("random_batch uniform", NUMPY), ("random_batch normal", NUMPY_NORMAL)]:
             if ours in by_name and numpy_name in by_name:
-                print(f"{ours} / NumPy: {by_name[ours]['gb_per_s'] / by_name[numpy_name]['gb_per_s']:.2f}x "
-                      f"({'GPU' if gpus else 'CPU'} op vs one host thread of NumPy)")
+                print(
+                    f"{ours} / NumPy: {by_name[ours]['gb_per_s'] / by_name[numpy_name]['gb_per_s']:.2f}x "
+                    f"({'GPU' if gpus else 'CPU'} op vs one host thread of NumPy)"
+                )
     for note in notes:
         print("note:", note)
     if not gpus and os.environ.get("TF_CPU_ALLOCATOR_USE_BFC", "").lower() not in ("1", "true"):
-        print("note: TensorFlow's default CPU allocator returns large outputs to the OS, so every "
-              "call page-faults its output in again; TF_CPU_ALLOCATOR_USE_BFC=true pools them "
-              "(docs/bench.md)")
+        print(
+            "note: TensorFlow's default CPU allocator returns large outputs to the OS, so every "
+            "call page-faults its output in again; TF_CPU_ALLOCATOR_USE_BFC=true pools them "
+            "(docs/bench.md)"
+        )
     if FLAGS.json:
         with open(FLAGS.json, "w") as f:
             json.dump(dict(device=device, results=rows, notes=notes), f, indent=1)

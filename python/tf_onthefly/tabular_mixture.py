@@ -1,4 +1,5 @@
 """tabular_mixture: tabular features from a mixture of Gaussian clusters, with class labels."""
+
 from typing import Optional, Tuple, Union
 
 import tensorflow as tf
@@ -37,14 +38,30 @@ def tabular_mixture(
     Returns:
       features float32 `[n, feature_dim]`, labels int32 `[n, 1]`.
     """
-    return tuple(call_generator(
-        "OnTheFly>TabularMixture", batch_size, seed, step, first_sample=first_sample,
-        num_samples=num_samples, name=name, feature_dim=feature_dim, num_classes=num_classes,
-        cluster_std=cluster_std, separation=separation, task_seed=task_seed))
+    return tuple(
+        call_generator(
+            "OnTheFly>TabularMixture",
+            batch_size,
+            seed,
+            step,
+            first_sample=first_sample,
+            num_samples=num_samples,
+            name=name,
+            feature_dim=feature_dim,
+            num_classes=num_classes,
+            cluster_std=cluster_std,
+            separation=separation,
+            task_seed=task_seed,
+        )
+    )
 
 
-register("OnTheFly>TabularMixture", tabular_mixture, examples=[
-    dict(batch_size=8, feature_dim=4),
-    dict(batch_size=65, feature_dim=10, num_classes=7, cluster_std=0.5),  # a partial last item
-    dict(batch_size=12, feature_dim=3, first_sample=5, num_samples=6),
-])
+register(
+    "OnTheFly>TabularMixture",
+    tabular_mixture,
+    examples=[
+        dict(batch_size=8, feature_dim=4),
+        dict(batch_size=65, feature_dim=10, num_classes=7, cluster_std=0.5),  # a partial last item
+        dict(batch_size=12, feature_dim=3, first_sample=5, num_samples=6),
+    ],
+)

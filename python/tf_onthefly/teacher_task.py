@@ -1,4 +1,5 @@
 """teacher_task: a learnable synthetic task, labels from a fixed random teacher network."""
+
 from typing import Optional, Tuple, Union
 
 import tensorflow as tf
@@ -46,15 +47,33 @@ def teacher_task(
     """
     if label_dtype is None:
         label_dtype = tf.int32 if task == "classification" else tf.float32
-    return tuple(call_generator(
-        "OnTheFly>TeacherTask", batch_size, seed, step,
-        first_sample=first_sample, num_samples=num_samples, name=name,
-        feature_dim=feature_dim, task=task, num_classes=num_classes, hidden=hidden,
-        noise=noise, task_seed=task_seed, distribution=distribution, label_dtype=label_dtype))
+    return tuple(
+        call_generator(
+            "OnTheFly>TeacherTask",
+            batch_size,
+            seed,
+            step,
+            first_sample=first_sample,
+            num_samples=num_samples,
+            name=name,
+            feature_dim=feature_dim,
+            task=task,
+            num_classes=num_classes,
+            hidden=hidden,
+            noise=noise,
+            task_seed=task_seed,
+            distribution=distribution,
+            label_dtype=label_dtype,
+        )
+    )
 
 
-register("OnTheFly>TeacherTask", teacher_task, examples=[
-    dict(batch_size=8, feature_dim=4),
-    dict(batch_size=300, feature_dim=17, num_classes=5, noise=0.1),
-    dict(batch_size=64, feature_dim=8, task="regression", noise=0.3),
-])
+register(
+    "OnTheFly>TeacherTask",
+    teacher_task,
+    examples=[
+        dict(batch_size=8, feature_dim=4),
+        dict(batch_size=300, feature_dim=17, num_classes=5, noise=0.1),
+        dict(batch_size=64, feature_dim=8, task="regression", noise=0.3),
+    ],
+)

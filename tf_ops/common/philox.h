@@ -68,8 +68,7 @@ OTF_HD uint32_t Hi32(uint64_t x) { return static_cast<uint32_t>(x >> 32); }
 OTF_HD PhiloxKey DeriveKey(uint64_t seed0, uint64_t seed1, uint32_t stream, uint64_t step) {
   const Words4 a = Philox4x32_10(Words4{Lo32(seed1), Hi32(seed1), stream, kKeyDomain},
                                  PhiloxKey{Lo32(seed0), Hi32(seed0)});
-  const Words4 b = Philox4x32_10(Words4{Lo32(step), Hi32(step), a.w2, a.w3},
-                                 PhiloxKey{a.w0, a.w1});
+  const Words4 b = Philox4x32_10(Words4{Lo32(step), Hi32(step), a.w2, a.w3}, PhiloxKey{a.w0, a.w1});
   return PhiloxKey{b.w0, b.w1};
 }
 

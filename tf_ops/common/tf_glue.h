@@ -75,8 +75,8 @@ inline absl::Status ScalarShape(tensorflow::shape_inference::InferenceContext* c
 inline absl::Status GpuLaunchStatus(cudaError_t err, const std::string& op) {
   if (err == cudaSuccess) return absl::OkStatus();
   return absl::InternalError(absl::StrCat(op, ": launching its GPU kernel failed: CUDA error ",
-                                          static_cast<int>(err), " (", cudaGetErrorName(err),
-                                          ": ", cudaGetErrorString(err), ")"));
+                                          static_cast<int>(err), " (", cudaGetErrorName(err), ": ",
+                                          cudaGetErrorString(err), ")"));
 }
 
 }  // namespace tf_onthefly

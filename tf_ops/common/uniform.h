@@ -19,9 +19,7 @@ namespace tf_onthefly {
 OTF_HD float UniformFloat(uint32_t w) { return static_cast<float>(w >> 8) * 0x1p-24f; }
 
 // (0, 1]: for logarithms, which must never see 0.
-OTF_HD float UniformFloatOpen0(uint32_t w) {
-  return static_cast<float>((w >> 8) + 1u) * 0x1p-24f;
-}
+OTF_HD float UniformFloatOpen0(uint32_t w) { return static_cast<float>((w >> 8) + 1u) * 0x1p-24f; }
 
 // Round-to-nearest multiply and add that no compiler may fuse into an FMA: the CPU build
 // has no FMA to fuse with, so a fused GPU result would differ in the last bit.
@@ -76,7 +74,8 @@ OTF_HD float BitsFloat(uint32_t b) {
 // value of half a unit of `kept`, for a number of sign `negative`.
 template <Rounding kMode>
 OTF_HD uint32_t RoundMagnitude(uint32_t kept, uint32_t dropped, uint32_t half, bool negative) {
-  if (kMode == Rounding::kNearestEven) return kept + (dropped > half || (dropped == half && (kept & 1u)));
+  if (kMode == Rounding::kNearestEven)
+    return kept + (dropped > half || (dropped == half && (kept & 1u)));
   return kept + (negative && dropped != 0);  // toward -inf: a negative value grows in magnitude
 }
 
@@ -131,19 +130,25 @@ OTF_HD float FromFloat16(uint16_t h) {
 struct BFloat16 {
   using Storage = uint16_t;
   template <Rounding kMode>
-  OTF_HD static uint16_t From(float x) { return ToBFloat16<kMode>(x); }
+  OTF_HD static uint16_t From(float x) {
+    return ToBFloat16<kMode>(x);
+  }
   OTF_HD static float ToFloat(uint16_t h) { return FromBFloat16(h); }
 };
 struct Float16 {
   using Storage = uint16_t;
   template <Rounding kMode>
-  OTF_HD static uint16_t From(float x) { return ToFloat16<kMode>(x); }
+  OTF_HD static uint16_t From(float x) {
+    return ToFloat16<kMode>(x);
+  }
   OTF_HD static float ToFloat(uint16_t h) { return FromFloat16(h); }
 };
 struct Float32 {
   using Storage = float;
   template <Rounding>
-  OTF_HD static float From(float x) { return x; }
+  OTF_HD static float From(float x) {
+    return x;
+  }
   OTF_HD static float ToFloat(float x) { return x; }
 };
 
@@ -199,8 +204,8 @@ __device__ __forceinline__ void SinCosPiOfFraction(uint32_t k, float* s, float* 
   const float t2 = t * t;
   float ps = fmaf(fmaf(-0.5897516012f, t2, 2.549821854f), t2, -5.167708874f);
   const float sin_t = fmaf(ps, t2 * t, 3.141592741f * t);
-  float pc = fmaf(fmaf(fmaf(0.2315560281f, t2, -1.335071683f), t2, 4.058708191f), t2,
-                  -4.934802055f);
+  float pc =
+      fmaf(fmaf(fmaf(0.2315560281f, t2, -1.335071683f), t2, 4.058708191f), t2, -4.934802055f);
   const float cos_t = fmaf(pc, t2, 1.0f);
   const bool swap = fold != ((quadrant & 1u) != 0);
   const float s0 = swap ? cos_t : sin_t, c0 = swap ? sin_t : cos_t;
@@ -223,10 +228,22 @@ inline void SinCosPi(double x, double* s, double* c) {
   const double t = (x - 0.5 * q) * M_PI;     // x - q/2 is exact; |t| <= pi/4
   const double st = std::sin(t), ct = std::cos(t);
   switch (static_cast<int>(q) & 3) {
-    case 0: *s = st; *c = ct; break;
-    case 1: *s = ct; *c = -st; break;
-    case 2: *s = -st; *c = -ct; break;
-    default: *s = -ct; *c = st; break;
+    case 0:
+      *s = st;
+      *c = ct;
+      break;
+    case 1:
+      *s = ct;
+      *c = -st;
+      break;
+    case 2:
+      *s = -st;
+      *c = -ct;
+      break;
+    default:
+      *s = -ct;
+      *c = st;
+      break;
   }
 }
 inline void BoxMuller(uint32_t w_r, uint32_t w_theta, float* z0, float* z1) {

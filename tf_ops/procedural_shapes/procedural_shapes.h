@@ -17,7 +17,8 @@
 namespace tf_onthefly {
 namespace procedural_shapes {
 
-constexpr sdk::Stream<0> kShapeStream{};  // blocks 0..2: class, size, position, colour, aspect, flip
+constexpr sdk::Stream<0>
+    kShapeStream{};  // blocks 0..2: class, size, position, colour, aspect, flip
 constexpr sdk::Stream<1> kNoiseStream{};  // block = pixel index: one word per channel
 constexpr int kNumStreams = 2;
 constexpr int kPixelsPerItem = 8;
@@ -26,9 +27,9 @@ constexpr int kNumClasses = 3;
 
 struct Params {
   int64_t height, width, channels;
-  float min_size, size_range;  // shape size in pixels: min_size + size_range * u
-  float noise;                 // background: noise * u per pixel and channel
-  float inv_height, inv_width; // for normalised boxes (multiplied, never divided)
+  float min_size, size_range;   // shape size in pixels: min_size + size_range * u
+  float noise;                  // background: noise * u per pixel and channel
+  float inv_height, inv_width;  // for normalised boxes (multiplied, never divided)
 };
 
 struct Shape {
@@ -102,8 +103,8 @@ struct ProceduralShapesGen {
   }
   OTF_HD static int64_t ItemsPerSample(const Params& p) { return p.height * ItemsPerRow(p); }
 
-  OTF_HD static void Generate(const Params& p, const sdk::SampleRng<kNumStreams>& rng,
-                              int64_t item, const sdk::SampleOutputs& out) {
+  OTF_HD static void Generate(const Params& p, const sdk::SampleRng<kNumStreams>& rng, int64_t item,
+                              const sdk::SampleOutputs& out) {
     const Shape s = DrawShape(p, rng);
     const int64_t y = item / ItemsPerRow(p);
     const int64_t x0 = (item - y * ItemsPerRow(p)) * kPixelsPerItem;

@@ -3,6 +3,7 @@
 #include "tf_ops/sdk/generator_gpu.cu.h"
 
 OTF_DEFINE_GPU_GENERATOR(tf_onthefly::procedural_shapes::ProceduralShapesGen<tf_onthefly::Float32>);
-OTF_DEFINE_GPU_GENERATOR(tf_onthefly::procedural_shapes::ProceduralShapesGen<tf_onthefly::BFloat16>);
+OTF_DEFINE_GPU_GENERATOR(
+    tf_onthefly::procedural_shapes::ProceduralShapesGen<tf_onthefly::BFloat16>);
 OTF_DEFINE_GPU_GENERATOR(tf_onthefly::procedural_shapes::ProceduralShapesGen<tf_onthefly::Float16>);
 OTF_DEFINE_GPU_GENERATOR(tf_onthefly::procedural_shapes::ProceduralShapesGen<uint8_t>);

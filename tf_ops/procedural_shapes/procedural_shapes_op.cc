@@ -24,13 +24,13 @@ struct ProceduralShapesConfig {
     TF_RETURN_IF_ERROR(c->GetAttr("noise", &p->noise));
     OTF_REQUIRE(p->height >= kMinSide && p->height <= kMaxSide, "height must be in [", kMinSide,
                 ", ", kMaxSide, "], got ", p->height);
-    OTF_REQUIRE(p->width >= kMinSide && p->width <= kMaxSide, "width must be in [", kMinSide,
-                ", ", kMaxSide, "], got ", p->width);
-    OTF_REQUIRE(p->channels == 1 || p->channels == 3, "channels must be 1 or 3, got ",
-                p->channels);
+    OTF_REQUIRE(p->width >= kMinSide && p->width <= kMaxSide, "width must be in [", kMinSide, ", ",
+                kMaxSide, "], got ", p->width);
+    OTF_REQUIRE(p->channels == 1 || p->channels == 3, "channels must be 1 or 3, got ", p->channels);
     OTF_REQUIRE(min_size > 0.0f && min_size <= max_size && max_size <= 1.0f,
                 "need 0 < min_size <= max_size <= 1 (fractions of the shorter side), got "
-                "min_size=", min_size, ", max_size=", max_size);
+                "min_size=",
+                min_size, ", max_size=", max_size);
     OTF_REQUIRE(p->noise >= 0.0f && p->noise <= 1.0f, "noise must be in [0, 1], got ", p->noise);
     const float side = static_cast<float>(std::min(p->height, p->width));
     p->min_size = min_size * side;
@@ -78,14 +78,14 @@ max_size: The largest shape size, a fraction of the shorter side, <= 1.
 noise: The background noise amplitude, in [0, 1].
 )doc");
 
-OTF_REGISTER_GENERATOR_KERNELS(ProceduralShapesConfig, ProceduralShapesGen<uint8_t>)(
-    "OnTheFly>ProceduralShapes", {{"dtype", tensorflow::DT_UINT8}});
-OTF_REGISTER_GENERATOR_KERNELS(ProceduralShapesConfig, ProceduralShapesGen<Float32>)(
-    "OnTheFly>ProceduralShapes", {{"dtype", tensorflow::DT_FLOAT}});
-OTF_REGISTER_GENERATOR_KERNELS(ProceduralShapesConfig, ProceduralShapesGen<BFloat16>)(
-    "OnTheFly>ProceduralShapes", {{"dtype", tensorflow::DT_BFLOAT16}});
-OTF_REGISTER_GENERATOR_KERNELS(ProceduralShapesConfig, ProceduralShapesGen<Float16>)(
-    "OnTheFly>ProceduralShapes", {{"dtype", tensorflow::DT_HALF}});
+OTF_REGISTER_GENERATOR_KERNELS(ProceduralShapesConfig, ProceduralShapesGen<uint8_t>)
+("OnTheFly>ProceduralShapes", {{"dtype", tensorflow::DT_UINT8}});
+OTF_REGISTER_GENERATOR_KERNELS(ProceduralShapesConfig, ProceduralShapesGen<Float32>)
+("OnTheFly>ProceduralShapes", {{"dtype", tensorflow::DT_FLOAT}});
+OTF_REGISTER_GENERATOR_KERNELS(ProceduralShapesConfig, ProceduralShapesGen<BFloat16>)
+("OnTheFly>ProceduralShapes", {{"dtype", tensorflow::DT_BFLOAT16}});
+OTF_REGISTER_GENERATOR_KERNELS(ProceduralShapesConfig, ProceduralShapesGen<Float16>)
+("OnTheFly>ProceduralShapes", {{"dtype", tensorflow::DT_HALF}});
 
 }  // namespace procedural_shapes
 }  // namespace tf_onthefly

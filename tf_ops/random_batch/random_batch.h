@@ -65,7 +65,8 @@ struct RandomBatchGen {
     if (kUnitRow4 || (p.distribution == Distribution::kUniform && p.unit_range)) {
       // [0, 1): low + 1 * u is u exactly and u < 1, so this is the general path's value;
       // rounded down in a 16-bit type it stays in [0, 1) (0 is every type's own).
-      for (int i = 0; i < 4; ++i) v[i] = TFeature::template From<Rounding::kDown>(UniformFloat(w[i]));
+      for (int i = 0; i < 4; ++i)
+        v[i] = TFeature::template From<Rounding::kDown>(UniformFloat(w[i]));
     } else if (p.distribution == Distribution::kUniform) {
       for (int i = 0; i < 4; ++i) v[i] = Uniform(p, w[i]);
     } else {
@@ -94,7 +95,8 @@ struct RandomBatchGen {
     const float x = UniformInRange(word, p.low, p.range, p.high);
     if constexpr (std::is_same_v<TFeature, Float32>) return x;
     const Feature down = TFeature::template From<Rounding::kDown>(x);
-    return TFeature::ToFloat(down) < p.low_up ? TFeature::template From<Rounding::kDown>(p.low_up) : down;
+    return TFeature::ToFloat(down) < p.low_up ? TFeature::template From<Rounding::kDown>(p.low_up)
+                                              : down;
   }
 
 #if defined(__CUDA_ARCH__)
@@ -112,7 +114,8 @@ struct RandomBatchGen {
   // values as the items', eight Philox blocks at a time (AVX2). Everything else runs the items.
   static bool GenerateSampleCpu(const Params& p, const sdk::SampleRng<kNumStreams>& rng,
                                 const sdk::SampleOutputs& out) {
-    if (!std::is_same_v<TFeature, Float32> || p.distribution != Distribution::kUniform || !p.unit_range)
+    if (!std::is_same_v<TFeature, Float32> || p.distribution != Distribution::kUniform ||
+        !p.unit_range)
       return false;
     const int64_t full_blocks = p.feature_dim / 4;
     UniformFloatBlocks(rng.key(kFeatureStream), rng.sample(), 0, full_blocks,

@@ -13,9 +13,12 @@ namespace random_batch {
 // of that type (float32 represents every integer up to 2^24).
 int64_t MaxClasses(tensorflow::DataType label_dtype) {
   switch (label_dtype) {
-    case tensorflow::DT_FLOAT: return int64_t{1} << 24;
-    case tensorflow::DT_INT32: return int64_t{1} << 31;
-    default: return INT64_MAX;
+    case tensorflow::DT_FLOAT:
+      return int64_t{1} << 24;
+    case tensorflow::DT_INT32:
+      return int64_t{1} << 31;
+    default:
+      return INT64_MAX;
   }
 }
 
@@ -31,9 +34,12 @@ float LeastAtOrAbove(float low) {
 // negation (rounding down from further below would leave the type's range).
 float MaxFinite(tensorflow::DataType dtype) {
   switch (dtype) {
-    case tensorflow::DT_BFLOAT16: return 3.38953139e38f;
-    case tensorflow::DT_HALF: return 65504.0f;
-    default: return 3.40282347e38f;
+    case tensorflow::DT_BFLOAT16:
+      return 3.38953139e38f;
+    case tensorflow::DT_HALF:
+      return 65504.0f;
+    default:
+      return 3.40282347e38f;
   }
 }
 
@@ -61,8 +67,8 @@ struct RandomBatchConfig {
       OTF_REQUIRE(std::isfinite(p->low) && std::isfinite(p->high) && p->low < p->high,
                   "low and high must be finite with low < high, got low=", p->low,
                   ", high=", p->high);
-      OTF_REQUIRE(std::isfinite(p->high - p->low), "high - low must be finite in float32, got low=",
-                  p->low, ", high=", p->high);
+      OTF_REQUIRE(std::isfinite(p->high - p->low),
+                  "high - low must be finite in float32, got low=", p->low, ", high=", p->high);
     }
     p->range = p->high - p->low;
     p->unit_range = p->low == 0.0f && p->high == 1.0f;
@@ -71,8 +77,8 @@ struct RandomBatchConfig {
                                                  : p->low;
     if (p->distribution == Distribution::kUniform) {
       const std::string type = tensorflow::DataTypeString(dtype);
-      OTF_REQUIRE(p->low >= -MaxFinite(dtype), "low must be >= ", -MaxFinite(dtype), " for dtype ", type,
-                  " (the type's range), got ", p->low);
+      OTF_REQUIRE(p->low >= -MaxFinite(dtype), "low must be >= ", -MaxFinite(dtype), " for dtype ",
+                  type, " (the type's range), got ", p->low);
       OTF_REQUIRE(p->low_up < p->high, "no ", type, " value lies in [low, high) = [", p->low, ", ",
                   p->high, "); widen the range");
     }
@@ -131,10 +137,10 @@ label_dtype: The labels' type: float32, int32 or int64.
 )doc");
 
 // One set of kernels per (feature dtype, label dtype).
-#define OTF_RANDOM_BATCH_KERNELS(Feature, feature_dtype, Label, label_dtype)           \
-  OTF_REGISTER_GENERATOR_KERNELS(RandomBatchConfig, RandomBatchGen<Feature, Label>)( \
-      "OnTheFly>RandomBatch", {{"dtype", feature_dtype}, {"label_dtype", label_dtype}})
-#define OTF_RANDOM_BATCH_KERNELS_FOR(Feature, feature_dtype)                  \
+#define OTF_RANDOM_BATCH_KERNELS(Feature, feature_dtype, Label, label_dtype)        \
+  OTF_REGISTER_GENERATOR_KERNELS(RandomBatchConfig, RandomBatchGen<Feature, Label>) \
+  ("OnTheFly>RandomBatch", {{"dtype", feature_dtype}, {"label_dtype", label_dtype}})
+#define OTF_RANDOM_BATCH_KERNELS_FOR(Feature, feature_dtype)                       \
   OTF_RANDOM_BATCH_KERNELS(Feature, feature_dtype, float, tensorflow::DT_FLOAT);   \
   OTF_RANDOM_BATCH_KERNELS(Feature, feature_dtype, int32_t, tensorflow::DT_INT32); \
   OTF_RANDOM_BATCH_KERNELS(Feature, feature_dtype, int64_t, tensorflow::DT_INT64)

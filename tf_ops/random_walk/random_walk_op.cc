@@ -11,8 +11,8 @@ struct RandomWalkConfig {
   template <typename Ctx>
   static absl::Status Configure(Ctx* c, Params* p, sdk::SampleShapes* shapes) {
     TF_RETURN_IF_ERROR(c->GetAttr("length", &p->length));
-    OTF_REQUIRE(p->length >= 1 && p->length <= (1 << 20),
-                "length must be in [1, 1048576], got ", p->length);
+    OTF_REQUIRE(p->length >= 1 && p->length <= (1 << 20), "length must be in [1, 1048576], got ",
+                p->length);
     shapes->Add("walks", {p->length});
     shapes->Add("labels", {1});
     return absl::OkStatus();

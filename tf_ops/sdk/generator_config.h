@@ -48,15 +48,15 @@ struct BatchAttrs {
     TF_RETURN_IF_ERROR(c->GetAttr("num_samples", &num_samples));
     OTF_REQUIRE(batch_size >= 1, "batch_size must be >= 1, got ", batch_size);
     OTF_REQUIRE(num_samples >= -1 && num_samples <= batch_size,
-                "num_samples must be -1 (the whole batch) or in [0, batch_size] = [0, ",
-                batch_size, "], got ", num_samples);
+                "num_samples must be -1 (the whole batch) or in [0, batch_size] = [0, ", batch_size,
+                "], got ", num_samples);
     return absl::OkStatus();
   }
 
   absl::Status CheckFirstSample(int64_t first_sample) const {
     OTF_REQUIRE(first_sample >= 0 && first_sample <= batch_size - rows(),
-                "first_sample must be in [0, batch_size - num_samples] = [0, ",
-                batch_size - rows(), "], got ", first_sample);
+                "first_sample must be in [0, batch_size - num_samples] = [0, ", batch_size - rows(),
+                "], got ", first_sample);
     return absl::OkStatus();
   }
 };
@@ -73,8 +73,8 @@ absl::Status Configure(Ctx* c, BatchAttrs* batch, Params* params, SampleShapes* 
 
 // Every output of `rows` samples within the cap (docs/ops.md), checked without overflow
 // before anything is allocated, with element sizes from the op's output dtypes.
-inline absl::Status CheckOutputs(const SampleShapes& s, const std::vector<tensorflow::DataType>& types,
-                                 int64_t rows) {
+inline absl::Status CheckOutputs(const SampleShapes& s,
+                                 const std::vector<tensorflow::DataType>& types, int64_t rows) {
   OTF_REQUIRE(s.dims.size() == types.size() && types.size() <= kMaxOutputs,
               "generator Config names ", s.dims.size(), " outputs, the op has ", types.size(),
               " (at most ", kMaxOutputs, ")");
@@ -86,8 +86,7 @@ inline absl::Status CheckOutputs(const SampleShapes& s, const std::vector<tensor
                   kMaxOutputBytes, " bytes per sample");
       n *= d;
     }
-    TF_RETURN_IF_ERROR(
-        CheckOutputSize(s.names[i], rows, n, tensorflow::DataTypeSize(types[i])));
+    TF_RETURN_IF_ERROR(CheckOutputSize(s.names[i], rows, n, tensorflow::DataTypeSize(types[i])));
   }
   return absl::OkStatus();
 }

@@ -37,7 +37,8 @@ __global__ void GeneratorKernel(typename Gen::Params p, CallGeometry g, SeedAndS
                                 Index total_groups) {
   constexpr int kStreams = Gen::kNumStreams;
   __shared__ PhiloxKey block_keys[kStreams];
-  if (threadIdx.x < kStreams) block_keys[threadIdx.x] = StreamKey(in, static_cast<int>(threadIdx.x));
+  if (threadIdx.x < kStreams)
+    block_keys[threadIdx.x] = StreamKey(in, static_cast<int>(threadIdx.x));
   __syncthreads();
   PhiloxKey keys[kStreams];
 #pragma unroll
@@ -68,8 +69,8 @@ __global__ void GeneratorKernel(typename Gen::Params p, CallGeometry g, SeedAndS
 
 // Launches the kernel with variant V, K items per thread and index type Index.
 template <typename Gen, int V, int K, typename Index>
-cudaError_t LaunchUnits(const typename Gen::Params& p, const CallGeometry& g,
-                        const SeedAndStep& in, int64_t items, cudaStream_t stream) {
+cudaError_t LaunchUnits(const typename Gen::Params& p, const CallGeometry& g, const SeedAndStep& in,
+                        int64_t items, cudaStream_t stream) {
   const int64_t groups = (items + K - 1) / K;
   const int64_t total = g.num_samples * groups;
   return LaunchGridStride<&GeneratorKernel<Gen, V, K, Index>>(
@@ -107,7 +108,7 @@ cudaError_t LaunchGenerator(const typename Gen::Params& p, const CallGeometry& g
   if (work_items <= 0) return cudaSuccess;
   const bool wide = work_items >= (int64_t{1} << 31);
   return UnitLauncherFor<Gen>(VariantOf<Gen>(p), ItemsPerThread(items), wide)(p, g, in, items,
-                                                                             stream);
+                                                                              stream);
 }
 
 }  // namespace sdk
@@ -115,9 +116,9 @@ cudaError_t LaunchGenerator(const typename Gen::Params& p, const CallGeometry& g
 
 // Instantiates the GPU launcher of generator `Gen` (a type; may be a template-id), at
 // namespace scope.
-#define OTF_DEFINE_GPU_GENERATOR(...)                                                  \
-  template cudaError_t tf_onthefly::sdk::LaunchGenerator<__VA_ARGS__>(                \
-      const typename __VA_ARGS__::Params&, const ::tf_onthefly::sdk::CallGeometry&,    \
+#define OTF_DEFINE_GPU_GENERATOR(...)                                               \
+  template cudaError_t tf_onthefly::sdk::LaunchGenerator<__VA_ARGS__>(              \
+      const typename __VA_ARGS__::Params&, const ::tf_onthefly::sdk::CallGeometry&, \
       const ::tf_onthefly::sdk::SeedAndStep&, cudaStream_t)
 
 #endif  // TF_ONTHEFLY_SDK_GENERATOR_GPU_CU_H_

@@ -138,9 +138,10 @@ class GeneratorOp : public tensorflow::OpKernel {
       tensorflow::Shard(workers->num_threads, workers->workers, g.num_samples, cost_per_sample_,
                         work);
     } else {
-      OP_REQUIRES_OK(ctx, GpuLaunchStatus(LaunchGenerator<Gen>(params_, g, in,
-                                                               ctx->eigen_device<GPUDevice>().stream()),
-                                          type_string()));
+      OP_REQUIRES_OK(
+          ctx, GpuLaunchStatus(
+                   LaunchGenerator<Gen>(params_, g, in, ctx->eigen_device<GPUDevice>().stream()),
+                   type_string()));
     }
   }
 
@@ -163,11 +164,13 @@ tensorflow::OpKernel* CreateGeneratorOp(tensorflow::OpKernelConstruction* ctx) {
 template <typename Config, typename Gen>
 void RegisterXlaHandlers(const char* op, std::initializer_list<TypeConstraint> types) {
   std::string target = absl::StrCat("tf_onthefly.", op);
-  for (const TypeConstraint& t : types) absl::StrAppend(&target, ".", tensorflow::DataTypeString(t.type));
+  for (const TypeConstraint& t : types)
+    absl::StrAppend(&target, ".", tensorflow::DataTypeString(t.type));
   absl::Status status = xla_ffi::RegisterHandler(target, "Host", &xla_ffi::HostHandler<Gen>);
   status.Update(xla_ffi::RegisterHandler(target, "CUDA", &xla_ffi::CudaHandler<Gen>));
   status.Update(RegisterXlaTarget(op, XlaGeneratorOp{&ConfigureBytes<Config>, {}}, types, target));
-  if (!status.ok()) LOG(ERROR) << "tf_onthefly: " << op << " will not compile under XLA: " << status;
+  if (!status.ok())
+    LOG(ERROR) << "tf_onthefly: " << op << " will not compile under XLA: " << status;
 }
 
 #endif  // OTF_WITH_XLA
@@ -185,7 +188,8 @@ bool RegisterGeneratorKernels(const char* op, std::initializer_list<TypeConstrai
     if (gpu) builder.HostMemory("first_sample");
     new tensorflow::kernel_factory::OpKernelRegistrar(
         builder.Build(), "GeneratorOp",
-        gpu ? &CreateGeneratorOp<GPUDevice, Config, Gen> : &CreateGeneratorOp<CPUDevice, Config, Gen>);
+        gpu ? &CreateGeneratorOp<GPUDevice, Config, Gen>
+            : &CreateGeneratorOp<CPUDevice, Config, Gen>);
   }
 #if OTF_WITH_XLA
   RegisterXlaHandlers<Config, Gen>(op, types);
@@ -213,7 +217,8 @@ bool RegisterGeneratorKernels(const char* op, std::initializer_list<TypeConstrai
 //   OTF_REGISTER_GENERATOR_KERNELS(MyConfig, MyGen)("OnTheFly>MyGen");
 //   OTF_REGISTER_GENERATOR_KERNELS(MyConfig, MyGen<float>)("OnTheFly>MyGen",
 //                                                          {{"dtype", tensorflow::DT_FLOAT}});
-#define OTF_REGISTER_GENERATOR_KERNELS(...) OTF_REGISTER_GENERATOR_KERNELS_(__COUNTER__, __VA_ARGS__)
+#define OTF_REGISTER_GENERATOR_KERNELS(...) \
+  OTF_REGISTER_GENERATOR_KERNELS_(__COUNTER__, __VA_ARGS__)
 #define OTF_REGISTER_GENERATOR_KERNELS_(n, ...) OTF_REGISTER_GENERATOR_KERNELS__(n, __VA_ARGS__)
 #define OTF_REGISTER_GENERATOR_KERNELS__(n, ...)                 \
   [[maybe_unused]] static const bool otf_generator_kernels_##n = \

@@ -2,6 +2,8 @@
 // TF kernels do and emits a typed-FFI custom call to the generator's handler
 // (generator_xla.h). This is the only file that includes the tf2xla and XLA builder
 // headers (about 30 s of parsing per file), so generators compile as fast as without XLA.
+#include "tf_ops/sdk/generator_xla.h"
+
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -17,7 +19,6 @@
 #include "tensorflow/compiler/tf2xla/xla_op_registry.h"
 #include "tensorflow/core/framework/kernel_def.pb.h"
 #include "tf_ops/sdk/generator_op.h"
-#include "tf_ops/sdk/generator_xla.h"
 #include "xla/hlo/builder/xla_builder.h"
 #include "xla/shape_util.h"
 
@@ -66,8 +67,9 @@ class GeneratorXlaOp : public tensorflow::XlaOpKernel {
       }
       if (match) target_ = target;
     }
-    OP_REQUIRES(ctx, !target_.empty(),
-                absl::InternalError(absl::StrCat(op_, " has no XLA handler for this node's dtypes")));
+    OP_REQUIRES(
+        ctx, !target_.empty(),
+        absl::InternalError(absl::StrCat(op_, " has no XLA handler for this node's dtypes")));
     for (int i = 0; i < ctx->num_outputs(); ++i) {
       xla::PrimitiveType type;
       OP_REQUIRES_OK(ctx, tensorflow::DataTypeToPrimitiveType(ctx->output_type(i), &type));
@@ -85,8 +87,8 @@ class GeneratorXlaOp : public tensorflow::XlaOpKernel {
     OP_REQUIRES_OK(ctx, batch_.CheckFirstSample(first_sample));
     OP_REQUIRES_OK(ctx, CheckSeedShape(ctx->InputShape("seed")));
     OP_REQUIRES_OK(ctx, CheckScalarShape(ctx->InputShape("step"), "step"));
-    const std::string config = absl::StrCat("{first_sample = ", first_sample, " : i64, op = \"", op_,
-                                            "\", params = ", ByteArray(params_), "}");
+    const std::string config = absl::StrCat("{first_sample = ", first_sample, " : i64, op = \"",
+                                            op_, "\", params = ", ByteArray(params_), "}");
     const xla::XlaOp call = xla::CustomCall(
         ctx->builder(), target_, {ctx->Input(0), ctx->Input(1)},
         xla::ShapeUtil::MakeTupleShape(outputs_), config, /*has_side_effect=*/false,
@@ -121,8 +123,8 @@ absl::Status RegisterHandler(const std::string& target, const char* platform,
   if (err == nullptr) return absl::OkStatus();
   const std::string message = ::xla::ffi::internal::GetErrorMessage(api, err);
   ::xla::ffi::internal::DestroyError(api, err);
-  return absl::InternalError(absl::StrCat("registering XLA handler ", target, " for ", platform,
-                                          ": ", message));
+  return absl::InternalError(
+      absl::StrCat("registering XLA handler ", target, " for ", platform, ": ", message));
 }
 }  // namespace xla_ffi
 

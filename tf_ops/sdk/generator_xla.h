@@ -127,17 +127,16 @@ XLA_FFI_Error* HostHandler(XLA_FFI_CallFrame* frame) {
 
 template <typename Gen>
 XLA_FFI_Error* CudaHandler(XLA_FFI_CallFrame* frame) {
-  static auto* handler =
-      ffi::Ffi::Bind()
-          .Ctx<ffi::PlatformStream<cudaStream_t>>()
-          .Arg<ffi::AnyBuffer>()
-          .Arg<ffi::AnyBuffer>()
-          .RemainingRets()
-          .Attr<int64_t>("first_sample")
-          .Attr<ffi::Span<const int8_t>>("params")
-          .Attr<std::string_view>("op")
-          .To(RunCuda<Gen>)
-          .release();
+  static auto* handler = ffi::Ffi::Bind()
+                             .Ctx<ffi::PlatformStream<cudaStream_t>>()
+                             .Arg<ffi::AnyBuffer>()
+                             .Arg<ffi::AnyBuffer>()
+                             .RemainingRets()
+                             .Attr<int64_t>("first_sample")
+                             .Attr<ffi::Span<const int8_t>>("params")
+                             .Attr<std::string_view>("op")
+                             .To(RunCuda<Gen>)
+                             .release();
   return handler->Call(frame);
 }
 

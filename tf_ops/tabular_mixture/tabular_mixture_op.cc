@@ -24,12 +24,12 @@ struct TabularMixtureConfig {
     TF_RETURN_IF_ERROR(c->GetAttr("cluster_std", &p->cluster_std));
     TF_RETURN_IF_ERROR(c->GetAttr("separation", &p->separation));
     TF_RETURN_IF_ERROR(c->GetAttr("task_seed", &task_seed));
-    OTF_REQUIRE(p->feature_dim >= 1 && p->feature_dim <= kMaxFeatureDim, "feature_dim must be in [1, ",
-                kMaxFeatureDim, "], got ", p->feature_dim);
-    OTF_REQUIRE(num_classes >= 1 && num_classes <= kMaxClasses, "num_classes must be in [1, ", kMaxClasses,
-                "], got ", num_classes);
-    OTF_REQUIRE(p->cluster_std >= 0.0f && p->cluster_std <= kMaxScale, "cluster_std must be in [0, ",
-                kMaxScale, "], got ", p->cluster_std);
+    OTF_REQUIRE(p->feature_dim >= 1 && p->feature_dim <= kMaxFeatureDim,
+                "feature_dim must be in [1, ", kMaxFeatureDim, "], got ", p->feature_dim);
+    OTF_REQUIRE(num_classes >= 1 && num_classes <= kMaxClasses, "num_classes must be in [1, ",
+                kMaxClasses, "], got ", num_classes);
+    OTF_REQUIRE(p->cluster_std >= 0.0f && p->cluster_std <= kMaxScale,
+                "cluster_std must be in [0, ", kMaxScale, "], got ", p->cluster_std);
     OTF_REQUIRE(p->separation >= 0.0f && p->separation <= kMaxScale, "separation must be in [0, ",
                 kMaxScale, "], got ", p->separation);
     p->num_classes = static_cast<uint64_t>(num_classes);

@@ -26,7 +26,7 @@ constexpr int kMaxClasses = 64;  // keeps the logits in registers/L1
 struct Params {
   int64_t feature_dim, hidden, outputs;  // outputs: classes, or 1 for regression
   bool classification, normal_features;
-  float noise;             // flip probability, or regression noise std
+  float noise;               // flip probability, or regression noise std
   float w1_scale, w2_scale;  // sqrt(3 / fan_in): unit-variance pre-activations
   PhiloxKey w1, b1, w2;
 };
@@ -41,7 +41,8 @@ OTF_HD float Dot(PhiloxKey key, int64_t row, float scale, const float* x, int64_
   float acc = 0.0f;
   for (int64_t j0 = 0; j0 < n; j0 += 4) {
     const Words4 w = SampleBlock(key, static_cast<uint64_t>(row), static_cast<uint32_t>(j0 / 4));
-    for (int k = 0; k < 4 && j0 + k < n; ++k) acc = AddRn(acc, MulRn(Symmetric(w[k], scale), x[j0 + k]));
+    for (int k = 0; k < 4 && j0 + k < n; ++k)
+      acc = AddRn(acc, MulRn(Symmetric(w[k], scale), x[j0 + k]));
   }
   return acc;
 }
@@ -63,8 +64,10 @@ struct TeacherTaskGen {
         BoxMuller(w.w0, w.w1, &v[0], &v[1]);
         BoxMuller(w.w2, w.w3, &v[2], &v[3]);
       } else {
-        v[0] = Symmetric(w.w0, 1.0f); v[1] = Symmetric(w.w1, 1.0f);
-        v[2] = Symmetric(w.w2, 1.0f); v[3] = Symmetric(w.w3, 1.0f);
+        v[0] = Symmetric(w.w0, 1.0f);
+        v[1] = Symmetric(w.w1, 1.0f);
+        v[2] = Symmetric(w.w2, 1.0f);
+        v[3] = Symmetric(w.w3, 1.0f);
       }
       for (int k = 0; k < 4 && j + k < p.feature_dim; ++k) x[j + k] = v[k];
     }

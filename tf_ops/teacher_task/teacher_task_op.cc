@@ -101,12 +101,12 @@ distribution: Features "normal" (standard) or "uniform" (in [-1, 1)).
 label_dtype: int32, int64 or float32 (regression: float32 only).
 )doc");
 
-OTF_REGISTER_GENERATOR_KERNELS(TeacherTaskConfig, TeacherTaskGen<float>)(
-    "OnTheFly>TeacherTask", {{"label_dtype", tensorflow::DT_FLOAT}});
-OTF_REGISTER_GENERATOR_KERNELS(TeacherTaskConfig, TeacherTaskGen<int32_t>)(
-    "OnTheFly>TeacherTask", {{"label_dtype", tensorflow::DT_INT32}});
-OTF_REGISTER_GENERATOR_KERNELS(TeacherTaskConfig, TeacherTaskGen<int64_t>)(
-    "OnTheFly>TeacherTask", {{"label_dtype", tensorflow::DT_INT64}});
+OTF_REGISTER_GENERATOR_KERNELS(TeacherTaskConfig, TeacherTaskGen<float>)
+("OnTheFly>TeacherTask", {{"label_dtype", tensorflow::DT_FLOAT}});
+OTF_REGISTER_GENERATOR_KERNELS(TeacherTaskConfig, TeacherTaskGen<int32_t>)
+("OnTheFly>TeacherTask", {{"label_dtype", tensorflow::DT_INT32}});
+OTF_REGISTER_GENERATOR_KERNELS(TeacherTaskConfig, TeacherTaskGen<int64_t>)
+("OnTheFly>TeacherTask", {{"label_dtype", tensorflow::DT_INT64}});
 
 }  // namespace teacher_task
 }  // namespace tf_onthefly

@@ -27,12 +27,14 @@ namespace sdk = tf_onthefly::sdk;
 #define OTF_STR(x) #x
 #define OTF_XSTR(x) OTF_STR(x)
 #define DRIVER_FN(name) decltype(&::name) p_##name = nullptr;
+// clang-format off
 #define DRIVER_FNS(X)                                                                   \
   X(cuInit) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuModuleLoad) \
   X(cuModuleGetFunction) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyDtoH) X(cuLaunchKernel)   \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)         \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuDeviceGetAttribute)                \
   X(cuCtxSynchronize) X(cuDeviceGetName) X(cuGetErrorString)
+// clang-format on
 DRIVER_FNS(DRIVER_FN)
 
 void Check(CUresult r, const char* what) {
@@ -50,9 +52,12 @@ void LoadDriver() {
     std::fprintf(stderr, "no libcuda.so.1: %s\n", dlerror());
     std::exit(1);
   }
-#define LOAD_FN(name)                                                                  \
-  p_##name = reinterpret_cast<decltype(p_##name)>(dlsym(lib, OTF_XSTR(name)));         \
-  if (!p_##name) { std::fprintf(stderr, "libcuda lacks %s\n", OTF_XSTR(name)); std::exit(1); }
+#define LOAD_FN(name)                                                          \
+  p_##name = reinterpret_cast<decltype(p_##name)>(dlsym(lib, OTF_XSTR(name))); \
+  if (!p_##name) {                                                             \
+    std::fprintf(stderr, "libcuda lacks %s\n", OTF_XSTR(name));                \
+    std::exit(1);                                                              \
+  }
   DRIVER_FNS(LOAD_FN)
 }
 
@@ -72,7 +77,8 @@ int ResidentGrid(CUfunction f, int64_t items, int threads) {
   const int64_t needed = (items + threads - 1) / threads;
   // OTF_GRID=full: a block per 256 items, no striding (to compare with the SDK's sizing).
   const char* policy = std::getenv("OTF_GRID");
-  if (policy && std::strcmp(policy, "full") == 0) return static_cast<int>(std::min<int64_t>(needed, INT32_MAX));
+  if (policy && std::strcmp(policy, "full") == 0)
+    return static_cast<int>(std::min<int64_t>(needed, INT32_MAX));
   int per_sm = 0;
   CK(p_cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, threads, 0));
   return static_cast<int>(std::min<int64_t>(needed, int64_t{g_sms} * std::max(per_sm, 1)));
@@ -115,7 +121,8 @@ bool CheckRows(const rb::Params& p, const sdk::CallGeometry& g, CUdeviceptr feat
   h.base[0] = host.data() - row * dim;  // RunItem adds row * sample_bytes
   h.base[1] = &host_label - row;
   const int64_t items = rb::RandomBatchGen<int32_t>::ItemsPerSample(p);
-  for (int64_t item = 0; item < items; ++item) sdk::RunItem<rb::RandomBatchGen<int32_t>>(p, h, row, item);
+  for (int64_t item = 0; item < items; ++item)
+    sdk::RunItem<rb::RandomBatchGen<int32_t>>(p, h, row, item);
   int64_t worst = 0;
   for (int64_t i = 0; i < dim; ++i) {
     int32_t x, y;
@@ -126,8 +133,9 @@ bool CheckRows(const rb::Params& p, const sdk::CallGeometry& g, CUdeviceptr feat
   *worst_seen = std::max(*worst_seen, worst);
   if (worst > max_ulp || dev_label != host_label) {
     static int printed = 0;
-    if (++printed <= 5) std::printf("MISMATCH row %" PRId64 ": %" PRId64 " ulp, label %d vs %d\n", row, worst,
-                dev_label, host_label);
+    if (++printed <= 5)
+      std::printf("MISMATCH row %" PRId64 ": %" PRId64 " ulp, label %d vs %d\n", row, worst,
+                  dev_label, host_label);
     return false;
   }
   return true;
@@ -190,7 +198,8 @@ int main(int argc, char** argv) {
     void* args2[] = {&out, &n4, &key};
     f = Kernel(mod, "RefPhiloxUniformFloat4");
     grid = ResidentGrid(f, n4, threads);
-    Report(label, "ref: Philox uniform, float4 stores", Time(f, grid, threads, args2), kBytes, grid);
+    Report(label, "ref: Philox uniform, float4 stores", Time(f, grid, threads, args2), kBytes,
+           grid);
   }
 
   // The SDK kernel for random_batch at each items-per-thread count K it can launch with
@@ -226,7 +235,7 @@ int main(int argc, char** argv) {
     for (int64_t dim : {4096, 256, 16, 6}) {
       for (int dist = 0; dist < 3; ++dist) {
         const int variant = dist == 0 && dim % 4 == 0;  // RandomBatchGen::Variant
-        if (v.v == 1 && variant != 1) continue;  // variant 1 is only ever launched for these
+        if (v.v == 1 && variant != 1) continue;         // variant 1 is only ever launched for these
         rb::Params p{};
         p.feature_dim = dim;
         p.distribution = dist == 2 ? rb::Distribution::kNormal : rb::Distribution::kUniform;
@@ -256,9 +265,13 @@ int main(int argc, char** argv) {
         void** args = v.k == 0 ? args_old : args_new;
         const int grid = ResidentGrid(gen, total, threads);
         char what[128];
-        std::snprintf(what, sizeof(what), "%s%s: %s, %" PRId64 " x %" PRId64, v.what,
-                      v.k == sdk::ItemsPerThread(items) && (v.v < 0 || v.v == variant) ? " (launched)" : "",
-                      dist == 0 ? "uniform [0,1)" : dist == 1 ? "uniform [-2,3)" : "normal", rows, dim);
+        std::snprintf(
+            what, sizeof(what), "%s%s: %s, %" PRId64 " x %" PRId64, v.what,
+            v.k == sdk::ItemsPerThread(items) && (v.v < 0 || v.v == variant) ? " (launched)" : "",
+            dist == 0   ? "uniform [0,1)"
+            : dist == 1 ? "uniform [-2,3)"
+                        : "normal",
+            rows, dim);
         Report(label, what, Time(gen, grid, threads, args), double(rows) * (dim + 1) * 4, grid);
         CK(p_cuCtxSynchronize());
         int64_t worst = 0;
@@ -266,8 +279,10 @@ int main(int argc, char** argv) {
           const int64_t row = i < 2 ? i : (rows - 1) * i / 63;
           ok &= CheckRows(p, g, out, labels, row, dist == 2 ? 4 : 0, &worst);
         }
-        if (dist == 2) std::printf("%s   normals, 64 rows vs host double: max %" PRId64 " ulp\n", label, worst);
-        else if (worst != 0) std::printf("%s   MISMATCH uniform\n", label);
+        if (dist == 2)
+          std::printf("%s   normals, 64 rows vs host double: max %" PRId64 " ulp\n", label, worst);
+        else if (worst != 0)
+          std::printf("%s   MISMATCH uniform\n", label);
       }
     }
   }

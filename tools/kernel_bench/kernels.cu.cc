@@ -10,7 +10,6 @@
 
 OTF_DEFINE_GPU_GENERATOR(tf_onthefly::random_batch::RandomBatchGen<int32_t>);
 
-
 namespace {
 using tf_onthefly::PhiloxKey;
 using tf_onthefly::Words4;
