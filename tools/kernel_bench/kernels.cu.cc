@@ -8,7 +8,7 @@
 #include "tf_ops/random_batch/random_batch.h"
 #include "tf_ops/sdk/generator_gpu.cu.h"
 
-OTF_DEFINE_GPU_GENERATOR(tf_onthefly::random_batch::RandomBatchGen<int32_t>);
+OTF_DEFINE_GPU_GENERATOR(tf_onthefly::random_batch::RandomBatchGen<tf_onthefly::Float32, int32_t>);
 
 namespace {
 using tf_onthefly::PhiloxKey;
