@@ -4,7 +4,8 @@
 # .devtf/artifacts (tools/stage_device.sh); a baseline wheel there (baseline-*.whl, an
 # older build) runs with today's Python package and its own op library, so before and
 # after come from one session.
-#   bash tools/gpu_session.sh tests      # every test file with --test_device=gpu
+#   bash tools/gpu_session.sh tests [NAME...]   # test files (default: every one) with --test_device=gpu
+#   bash tools/gpu_session.sh smoke      # the wheel's smoke test (tests/wheel_smoke.py)
 #   bash tools/gpu_session.sh steps      # per-step cost: op_cost, bench rows, PCIe traffic
 #   bash tools/gpu_session.sh rates      # rates with peers, op timelines
 #   bash tools/gpu_session.sh sanitize   # compute-sanitizer memcheck/racecheck, the demo
@@ -27,7 +28,8 @@ with() { local pkg=$1; shift; PYTHONPATH=$pkg:$PYTHONPATH "$@"; }
 case "${1:-tests}" in
   tests)
     (nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; date -u; with $new python3 -m tf_onthefly.info) > "$OUT/gpu.txt" 2>&1
-    for f in tests/*_test.py; do
+    shift || true
+    for f in $([ $# -gt 0 ] && printf 'tests/%s_test.py ' "$@" || ls tests/*_test.py); do
       t=$(basename "$f" .py)
       [ "$t" = tutorial_test ] && continue  # reads the docs: no device involved
       echo "== $t" >> "$OUT/tests.log"
@@ -54,19 +56,25 @@ case "${1:-tests}" in
     grep -E "beyond|no batch bytes" "$OUT/no_copy.log" "$OUT/no_copy_mirrored.log" >> "$S"
     for f in bench_old bench_seed bench_wide_cnn; do grep -E "^\S+ +[0-9]+ (fit|loop)" "$OUT/$f.log" >> "$S"; done
     ;;
+  smoke)
+    (cd /tmp && with $new python3 -m tf_onthefly.info && with $new python3 "$OLDPWD/tests/wheel_smoke.py") \
+      > "$OUT/smoke.log" 2>&1
+    echo "wheel smoke rc=$?" >> "$S"
+    grep -E "TensorFlow|GPU |XLA|smoke|op library" "$OUT/smoke.log" >> "$S"
+    ;;
   rates)
     with $new python3 -m tf_onthefly.rates --mib=256,1024,4096 --repeats=5 --unroll=20 --json="$OUT/rates.json" \
-      > "$OUT/rates.log" 2>&1
+      --only="random_batch uniform,random_batch normal,stateless,copy,torch,jax,cupy" > "$OUT/rates.log" 2>&1
     echo "rates rc=$?" >> "$S"
-    for args in "--mib=256" "--mib=1024" "--mib=256 --jit" "--mib=256 --distribution=normal"; do
+    for args in "--mib=256" "--mib=1024"; do
       echo "== op_timeline $args" >> "$OUT/timeline.log"
       with $new python3 tools/op_timeline.py $args >> "$OUT/timeline.log" 2>&1
     done
     grep -E "^==|call wall|GPU span|host:|no device events" "$OUT/timeline.log" >> "$S"
     ;;
   sanitize)
-    with $new python3 -m tf_onthefly.demo --device=gpu --steps=3000 >> "$S" 2>&1
-    for tool in memcheck racecheck; do
+    shift || true
+    for tool in ${@:-memcheck racecheck}; do
       timeout 240 env PYTHONPATH=$new:$PYTHONPATH compute-sanitizer --tool "$tool" python3 tests/gpu_sanitizer_smoke.py \
         > "$OUT/$tool.log" 2>&1
       echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/$tool.log" | tail -1)" >> "$S"
