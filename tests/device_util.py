@@ -54,14 +54,3 @@ class DeviceTestCase(tf.test.TestCase):
 
         wrapper.__name__ = test.__name__
         return wrapper
-
-
-def ulp_distance(a, b):
-    """Per-element distance in float32 ulps (monotonic integer mapping; +0 == -0)."""
-    import numpy as np
-
-    def ordered(x):
-        i = np.asarray(x, np.float32).view(np.int32).astype(np.int64)
-        return np.where(i < 0, -(i & 0x7FFFFFFF), i)
-
-    return np.abs(ordered(a) - ordered(b))

@@ -24,20 +24,11 @@ tf.config.set_logical_device_configuration(
     tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * 2
 )
 
-import tf_onthefly  # noqa: E402
+from multiworker_worker import GLOBAL, gen  # noqa: E402
+
 from tf_onthefly import data, models  # noqa: E402
 
 import device_util  # noqa: E402
-
-GLOBAL = 64
-
-
-def gen(step, first_sample=0, num_samples=None):
-    # Uniform features: bit-identical on every device, so shards made on GPUs, on tf.data's
-    # CPU threads and on one device can be compared bit for bit.
-    return tf_onthefly.teacher_task(
-        GLOBAL, 16, seed=5, step=step, first_sample=first_sample, num_samples=num_samples, distribution="uniform"
-    )
 
 
 def devices():
@@ -148,7 +139,7 @@ class MultiWorkerTest(tf.test.TestCase):
                 )
                 procs.append(
                     subprocess.Popen(
-                        [sys.executable, worker, out, str(GLOBAL)],
+                        [sys.executable, worker, out],
                         env=env,
                         stdout=subprocess.PIPE,
                         stderr=subprocess.STDOUT,

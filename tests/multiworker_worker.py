@@ -1,4 +1,5 @@
-"""One worker of distributed_test.MultiWorkerTest (TF_CONFIG from the environment).
+"""One worker of distributed_test.MultiWorkerTest (TF_CONFIG from the environment), and
+the generator every distributed test shards (`gen`, `GLOBAL`), defined once here.
 
 Writes its replica's shard of the global batch at steps 0 and 7, and trains a few steps
 with model.fit, into OUT/worker<i>.npz.
@@ -14,23 +15,19 @@ import tensorflow as tf
 import tf_onthefly
 from tf_onthefly import data, models
 
+GLOBAL = 64  # the global batch
 
-def main(out, global_batch):
+
+def gen(step, first_sample=0, num_samples=None):
+    # Bit-identical on every device (normal features included), so shards made on GPUs, on
+    # tf.data's CPU threads, on other workers and on one device can be compared bit for bit.
+    return tf_onthefly.teacher_task(GLOBAL, 16, seed=5, step=step, first_sample=first_sample, num_samples=num_samples)
+
+
+def main(out):
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
-
-    def gen(step, first_sample=0, num_samples=None):
-        return tf_onthefly.teacher_task(
-            global_batch,
-            16,
-            seed=5,
-            step=step,
-            first_sample=first_sample,
-            num_samples=num_samples,
-            distribution="uniform",
-        )
-
-    shard = data.sharded(gen, global_batch)
+    shard = data.sharded(gen, GLOBAL)
     result = {}
     for step in [0, 7]:
         f, l = strategy.run(tf.function(lambda: shard(tf.constant(step, tf.int64))))
@@ -52,4 +49,4 @@ def main(out, global_batch):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]))
+    main(sys.argv[1])

@@ -8,11 +8,12 @@ function of its test, tests/<name>_test.py.
 
 import ml_dtypes
 import numpy as np
+import reference_normal
 
 _MASK32 = 0xFFFFFFFF
 _M0, _M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
 _W0, _W1 = 0x9E3779B9, 0xBB67AE85
-KEY_DOMAIN = 0x4F544601  # "OTF" + contract version 1
+KEY_DOMAIN = 0x4F544601  # "OTF" + 1, fixed since the key derivation began (contract v1)
 
 
 def philox4x32_10(ctr, key):
@@ -66,31 +67,15 @@ def uniform01(w):
     return (np.asarray(w, np.uint32) >> np.uint32(8)).astype(np.float32) * np.float32(2.0**-24)
 
 
-def uniform01_open0(w):
-    return ((np.asarray(w, np.uint32) >> np.uint32(8)) + np.uint32(1)).astype(np.float32) * np.float32(2.0**-24)
-
-
 def uniform_in_range(w, low, high):
     low, high = np.float32(low), np.float32(high)
     x = (np.float32(high - low) * uniform01(w)).astype(np.float32) + low  # float32, no FMA
     return np.where(x < high, x, np.nextafter(high, low)).astype(np.float32)
 
 
-def _sincospi(x):
-    """sin(pi x), cos(pi x) for x in [0, 2), with the exact quadrant reduction of uniform.h."""
-    q = np.rint(2.0 * x)
-    t = (x - 0.5 * q) * np.pi
-    st, ct = np.sin(t), np.cos(t)
-    quad = q.astype(np.int64) & 3
-    s = np.select([quad == 0, quad == 1, quad == 2], [st, ct, -st], -ct)
-    c = np.select([quad == 0, quad == 1, quad == 2], [ct, -st, -ct], st)
-    return s, c
-
-
 def box_muller(w_r, w_theta):
-    r = np.sqrt(-2.0 * np.log(uniform01_open0(w_r).astype(np.float64)))
-    s, c = _sincospi(2.0 * uniform01(w_theta).astype(np.float64))
-    return (r * c).astype(np.float32), (r * s).astype(np.float32)
+    """Two float32 standard normals from two words (docs/counter-contract.md, Normals)."""
+    return reference_normal.box_muller(w_r, w_theta)
 
 
 def uniform_below(hi_word, lo_word, n):

@@ -94,13 +94,11 @@ class TeacherTaskTest(device_util.DeviceTestCase, generator_contract.GeneratorCo
     gpu_batch_size = 1 << 16
 
     def generate(self, batch_size, seed, step, first_sample=0, num_samples=None):
-        # uniform features: every output, labels included, is bit-identical CPU vs GPU
         return teacher_task(
             batch_size,
             16,
             seed,
             step,
-            distribution="uniform",
             noise=0.1,
             first_sample=first_sample,
             num_samples=num_samples,
@@ -116,12 +114,7 @@ class TeacherTaskTest(device_util.DeviceTestCase, generator_contract.GeneratorCo
             kw = dict(dict(feature_dim=13), **kw)
             f, l = teacher_task(40, seed=[3, 4], step=9, **kw)
             rf, rl = reference(40, kw.pop("feature_dim"), [3, 4], 9, **kw)
-            tol = 0 if device_util.device() == "cpu" or kw.get("distribution") == "uniform" else None
-            if tol == 0:
-                self.assertAllEqual(f.numpy(), rf)
-                self.assertAllEqual(l.numpy(), rl)
-            else:  # normal features on the GPU: within the Box-Muller ulp bound
-                self.assertLessEqual(int(device_util.ulp_distance(f.numpy(), rf).max()), 4)
+            self.assertBitsEqual([f, l], [rf, rl], msg=str(kw))
 
     def test_task_seed_is_a_64_bit_word(self):
         """task_seed 2**64 - 1 and -1 are the same word: the same teacher."""
@@ -193,15 +186,13 @@ class TeacherTaskTest(device_util.DeviceTestCase, generator_contract.GeneratorCo
 
     @device_util.DeviceTestCase.require_gpu
     def test_normal_features_cpu_gpu(self):
-        with tf.device("/CPU:0"):
-            cf, cl = teacher_task(1 << 16, 32, seed=4, step=1)
-        with tf.device("/GPU:0"):
-            gf, gl = teacher_task(1 << 16, 32, seed=4, step=1)
-        d = device_util.ulp_distance(cf.numpy(), gf.numpy())
-        agree = float(np.mean(cl.numpy() == gl.numpy()))
-        print(f"teacher_task normal: features max {d.max()} ulp; labels agree {agree:.6f}")
-        self.assertLessEqual(int(d.max()), 4)
-        self.assertGreater(agree, 0.999)  # flips only where the teacher's margin is ~1 ulp
+        """Normal features and the labels computed from them: CPU == GPU bit for bit."""
+        for task in ["classification", "regression"]:
+            with tf.device("/CPU:0"):
+                cpu = teacher_task(1 << 16, 32, seed=4, step=1, task=task)
+            with tf.device("/GPU:0"):
+                gpu = teacher_task(1 << 16, 32, seed=4, step=1, task=task)
+            self.assertBitsEqual(cpu, gpu, msg=task)
 
 
 if __name__ == "__main__":

@@ -17,10 +17,13 @@
 
 namespace tf_onthefly {
 
-// Bumped (and the domain word below changed) whenever the mapping changes.
-constexpr uint32_t kContractVersion = 1;
-// Counter word 3 of the first key-derivation round: "OTF" + version.
-constexpr uint32_t kKeyDomain = 0x4F544600u | kContractVersion;
+// Bumped whenever a rule of the contract changes (docs/counter-contract.md, "Versions").
+constexpr uint32_t kContractVersion = 2;
+// Counter word 3 of the first key-derivation round: "OTF" + 1, the version that introduced
+// the key derivation. Fixed: it changes only if the key derivation or the per-element
+// counter changes, which would change every value; a change to one mapping from words to
+// numbers (version 2: normals) leaves the words, and every other mapping's values, alone.
+constexpr uint32_t kKeyDomain = 0x4F544601u;
 
 struct PhiloxKey {
   uint32_t k0, k1;

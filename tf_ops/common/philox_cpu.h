@@ -1,10 +1,13 @@
-// Bulk Philox on the CPU: the [0, 1) floats of consecutive blocks of one sample, the same
-// values as UniformFloat() of SampleBlock() word by word (tests/random_batch_test.py pins
-// them), eight blocks at a time with AVX2 where the CPU has it.
+// Bulk Philox on the CPU: the [0, 1) floats or the standard normals of consecutive blocks of
+// one sample, the same values as UniformFloat() / BoxMuller() of SampleBlock() word by word
+// (tests/random_batch_test.py pins them), eight blocks at a time with AVX2 + FMA where the
+// CPU has them.
 //
 // Why not leave it to the compiler: Philox needs 32x32->64-bit products; gcc 12 does not
 // vectorise them well (an 8-lane loop written for it ran no faster than scalar code,
-// docs/bench.md), while AVX2's vpmuludq makes four of them per instruction.
+// docs/bench.md), while AVX2's vpmuludq makes four of them per instruction. The normals are
+// normal.h's operation sequence lane by lane; vfmadd is IEEE's fused multiply-add, so the
+// bits are those of the scalar code.
 #ifndef TF_ONTHEFLY_COMMON_PHILOX_CPU_H_
 #define TF_ONTHEFLY_COMMON_PHILOX_CPU_H_
 
@@ -18,6 +21,12 @@ namespace tf_onthefly {
 // for i < num_blocks, j < 4.
 void UniformFloatBlocks(PhiloxKey key, uint64_t sample, uint32_t first_block, int64_t num_blocks,
                         float* dst);
+
+// With w = SampleBlock(key, sample, first_block + i), for i < num_blocks:
+// (dst[4 i], dst[4 i + 1]) = BoxMuller(w.w0, w.w1), (dst[4 i + 2], dst[4 i + 3]) =
+// BoxMuller(w.w2, w.w3).
+void NormalFloatBlocks(PhiloxKey key, uint64_t sample, uint32_t first_block, int64_t num_blocks,
+                       float* dst);
 
 }  // namespace tf_onthefly
 

@@ -7,22 +7,16 @@
 
 #include "tf_ops/common/philox.h"
 
-// glibc 2.29 added a new version of log(); binding the old one keeps the op library
-// loadable on glibc 2.28 (manylinux_2_28). Same results for the arguments used here.
-#if !defined(__CUDACC__) && defined(__GLIBC__) && defined(__x86_64__)
-__asm__(".symver log,log@GLIBC_2.2.5");
-#endif
-
 namespace tf_onthefly {
 
 // [0, 1): the top 24 bits of the word times 2^-24. Exact in float32 on every device.
 OTF_HD float UniformFloat(uint32_t w) { return static_cast<float>(w >> 8) * 0x1p-24f; }
 
-// (0, 1]: for logarithms, which must never see 0.
-OTF_HD float UniformFloatOpen0(uint32_t w) { return static_cast<float>((w >> 8) + 1u) * 0x1p-24f; }
-
-// Round-to-nearest multiply and add that no compiler may fuse into an FMA: the CPU build
-// has no FMA to fuse with, so a fused GPU result would differ in the last bit.
+// Round-to-nearest multiply, add and fused multiply-add, each one IEEE operation rounded
+// once, so CPU and GPU give the same bits. The compilers must not fuse a MulRn into a
+// following AddRn (the CUDA intrinsics forbid it; the C++ side builds with
+// -ffp-contract=off). On the CPU std::fma is IEEE's fusedMultiplyAdd: glibc's fmaf uses the
+// FMA instruction where the CPU has one and an exact emulation otherwise.
 OTF_HD float MulRn(float a, float b) {
 #if defined(__CUDA_ARCH__)
   return __fmul_rn(a, b);
@@ -35,6 +29,13 @@ OTF_HD float AddRn(float a, float b) {
   return __fadd_rn(a, b);
 #else
   return a + b;
+#endif
+}
+OTF_HD float FmaRn(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return __fmaf_rn(a, b, c);
+#else
+  return std::fma(a, b, c);
 #endif
 }
 
@@ -162,98 +163,6 @@ OTF_HD uint64_t UniformBelow(uint32_t hi_word, uint32_t lo_word, uint64_t n) {
   return static_cast<uint64_t>((static_cast<unsigned __int128>(bits) * n) >> 64);
 #endif
 }
-
-// Box-Muller: two standard normals from two words. u1 in (0, 1] (never log 0), u2 in
-// [0, 1): z0 = r cos(2 pi u2), z1 = r sin(2 pi u2), r = sqrt(-2 ln u1).
-// The CPU computes in double with an exact argument reduction for sinpi/cospi, rounded once
-// to float: the reference. The GPU computes in float with functions written for exactly
-// these arguments (below), which is about half the instructions of CUDA's general logf and
-// sincospif (the normal kernel is issue-bound); the two agree within the bound stated and
-// tested in docs/counter-contract.md.
-#if defined(__CUDA_ARCH__)
-// ln(u) for u = j * 2^-24, j in [1, 2^24]: always a normal float in (0, 1], so none of the
-// zero, subnormal, infinity or NaN cases a general logf must test for. u = 2^e m with m in
-// [2/3, 4/3); ln(1 + f), f = m - 1 (exact), from a degree-10 polynomial fitted in relative
-// error (max 1.3e-8 before rounding), as CUDA's logf does.
-__device__ __forceinline__ float LogUnitInterval(float u) {
-  const int32_t bits = __float_as_int(u);
-  const int32_t e = (bits - 0x3F2AAAAB) >> 23;  // arithmetic shift: e <= 0
-  const float f = __int_as_float(bits - (e << 23)) - 1.0f;
-  float r = -0.1248178631f;
-  r = fmaf(r, f, 0.1383049935f);
-  r = fmaf(r, f, -0.1227258965f);
-  r = fmaf(r, f, 0.1403451711f);
-  r = fmaf(r, f, -0.1667458117f);
-  r = fmaf(r, f, 0.2000886053f);
-  r = fmaf(r, f, -0.2499991655f);
-  r = fmaf(r, f, 0.3333323896f);
-  r = fmaf(r, f, -0.5f);
-  return fmaf(static_cast<float>(e), 0.693147182f, fmaf(f * f, r, f));
-}
-
-// sin(pi x) and cos(pi x) for x = k * 2^-23, k < 2^24 (x in [0, 2)). The reduction is done
-// on the integer: the quadrant is k's top two bits, and the position in the quadrant is
-// folded to t in [0, 1/4] exactly, so only the polynomials round (max 3.7e-8 and 1.0e-8
-// relative before rounding; fitted like sincospif's).
-__device__ __forceinline__ void SinCosPiOfFraction(uint32_t k, float* s, float* c) {
-  const uint32_t quadrant = k >> 22;
-  uint32_t j = k & 0x3FFFFFu;
-  const bool fold = j > 0x200000u;  // past the middle of the quadrant: sin <-> cos
-  if (fold) j = 0x400000u - j;
-  const float t = static_cast<float>(j) * 0x1p-23f;
-  const float t2 = t * t;
-  float ps = fmaf(fmaf(-0.5897516012f, t2, 2.549821854f), t2, -5.167708874f);
-  const float sin_t = fmaf(ps, t2 * t, 3.141592741f * t);
-  float pc =
-      fmaf(fmaf(fmaf(0.2315560281f, t2, -1.335071683f), t2, 4.058708191f), t2, -4.934802055f);
-  const float cos_t = fmaf(pc, t2, 1.0f);
-  const bool swap = fold != ((quadrant & 1u) != 0);
-  const float s0 = swap ? cos_t : sin_t, c0 = swap ? sin_t : cos_t;
-  *s = (quadrant & 2u) ? -s0 : s0;
-  *c = ((quadrant + 1u) & 2u) ? -c0 : c0;
-}
-
-__device__ __forceinline__ void BoxMuller(uint32_t w_r, uint32_t w_theta, float* z0, float* z1) {
-  const float r = sqrtf(-2.0f * LogUnitInterval(UniformFloatOpen0(w_r)));
-  float s, c;
-  SinCosPiOfFraction(w_theta >> 8, &s, &c);  // 2 pi * UniformFloat(w_theta)
-  *z0 = r * c;
-  *z1 = r * s;
-}
-#else
-// sin(pi x) and cos(pi x) for x in [0, 2) (x a float, so every step below is exact in
-// double until the final sin/cos of an argument in [-pi/4, pi/4]).
-inline void SinCosPi(double x, double* s, double* c) {
-  const double q = std::nearbyint(2.0 * x);  // quadrant 0..4
-  const double t = (x - 0.5 * q) * M_PI;     // x - q/2 is exact; |t| <= pi/4
-  const double st = std::sin(t), ct = std::cos(t);
-  switch (static_cast<int>(q) & 3) {
-    case 0:
-      *s = st;
-      *c = ct;
-      break;
-    case 1:
-      *s = ct;
-      *c = -st;
-      break;
-    case 2:
-      *s = -st;
-      *c = -ct;
-      break;
-    default:
-      *s = -ct;
-      *c = st;
-      break;
-  }
-}
-inline void BoxMuller(uint32_t w_r, uint32_t w_theta, float* z0, float* z1) {
-  const double r = std::sqrt(-2.0 * std::log(static_cast<double>(UniformFloatOpen0(w_r))));
-  double s, c;
-  SinCosPi(2.0 * static_cast<double>(UniformFloat(w_theta)), &s, &c);
-  *z0 = static_cast<float>(r * c);
-  *z1 = static_cast<float>(r * s);
-}
-#endif
 
 }  // namespace tf_onthefly
 

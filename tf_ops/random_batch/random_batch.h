@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "tf_ops/common/normal.h"
 #include "tf_ops/common/uniform.h"
 #include "tf_ops/sdk/generator.h"
 #if !defined(__CUDACC__)
@@ -110,16 +111,21 @@ struct RandomBatchGen {
 #endif
 
 #if !defined(__CUDACC__)
-  // CPU fast path for float32 [0, 1) features, the default and the common case: the same
-  // values as the items', eight Philox blocks at a time (AVX2). Everything else runs the items.
+  // CPU fast paths for float32 [0, 1) features (the default) and float32 normals: the same
+  // values as the items', eight Philox blocks at a time (AVX2 + FMA). Everything else runs
+  // the items.
   static bool GenerateSampleCpu(const Params& p, const sdk::SampleRng<kNumStreams>& rng,
                                 const sdk::SampleOutputs& out) {
-    if (!std::is_same_v<TFeature, Float32> || p.distribution != Distribution::kUniform ||
-        !p.unit_range)
-      return false;
+    if (!std::is_same_v<TFeature, Float32>) return false;
+    const bool normal = p.distribution == Distribution::kNormal;
+    if (!normal && !p.unit_range) return false;
     const int64_t full_blocks = p.feature_dim / 4;
-    UniformFloatBlocks(rng.key(kFeatureStream), rng.sample(), 0, full_blocks,
-                       reinterpret_cast<float*>(out.get<Feature>(0)));
+    float* dst = reinterpret_cast<float*>(out.get<Feature>(0));
+    if (normal) {
+      NormalFloatBlocks(rng.key(kFeatureStream), rng.sample(), 0, full_blocks, dst);
+    } else {
+      UniformFloatBlocks(rng.key(kFeatureStream), rng.sample(), 0, full_blocks, dst);
+    }
     if (4 * full_blocks < p.feature_dim) Generate(p, rng, full_blocks, out);  // partial block
     if (full_blocks > 0) *out.get<TLabel>(1) = Label(p, rng);  // else the item above wrote it
     return true;

@@ -114,10 +114,10 @@ A batch of random features and labels, a pure function of (seed, step, sample in
 
 Row i of the outputs is global sample first_sample + i of the step's global batch;
 docs/counter-contract.md gives the exact mapping (features: stream 0, element j from word
-j % 4 of block j / 4; labels: stream 1, block 0). Uniform float32 features and every label
-are bit-identical on CPU and GPU; so are 16-bit features, which are the float32 values
-rounded (normals to nearest even; uniforms down, then raised to the type's least value
->= low, so they stay in [low, high)).
+j % 4 of block j / 4; labels: stream 1, block 0). Every output is bit-identical on CPU
+and GPU, normals included (float32 Box-Muller within 1.75 ulp of exact). 16-bit features
+are the float32 values rounded: normals to nearest even; uniforms down, then raised to the
+type's least value >= low, so they stay in [low, high).
 
 features: [num_samples, feature_dim] of dtype.
 labels: [num_samples, 1] of label_dtype: 0 or 1 (bernoulli), or a class in

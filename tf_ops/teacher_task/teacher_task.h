@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "tf_ops/common/normal.h"
 #include "tf_ops/common/uniform.h"
 #include "tf_ops/sdk/generator.h"
 

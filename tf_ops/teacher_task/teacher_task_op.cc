@@ -84,8 +84,8 @@ The teacher o = W2 relu(W1 x + b1) has weights uniform with variance 1/fan_in an
 [-0.5, 0.5), all a pure function of task_seed (streams 100-102 under the key of
 (task_seed, 0) at step 0): the same task for every data seed and step. Classification
 labels are argmax o, replaced with probability noise by a uniformly random class;
-regression labels are o[0] + noise * N(0, 1). Streams: features 0, label noise 1. With
-uniform features every output is bit-identical on CPU and GPU.
+regression labels are o[0] + noise * N(0, 1). Streams: features 0, label noise 1. Every
+output is bit-identical on CPU and GPU.
 
 features: [num_samples, feature_dim] float32.
 labels: [num_samples, 1] of label_dtype: a class in [0, num_classes), or the
