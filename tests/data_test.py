@@ -169,6 +169,7 @@ class ResumeTest(device_util.DeviceTestCase):
         for a, b in zip(full.get_weights(), model.get_weights()):
             self.assertAllEqual(a, b)
 
+    @device_util.DeviceTestCase.require_xla
     def test_xla_fit_trains_and_resumes_exactly(self):
         """jit_compile=True (what Keras's "auto" picks on a GPU): generation is compiled into
         the step; an interrupted run resumes at the uninterrupted run's weights."""
@@ -191,6 +192,7 @@ class ResumeTest(device_util.DeviceTestCase):
         for a, b in zip(full.get_weights(), model.get_weights()):
             self.assertAllEqual(a, b)
 
+    @device_util.DeviceTestCase.require_xla
     def test_run_steps_under_xla(self):
         """A DataPosition loop compiled by XLA generates the batches of the plain loop."""
         plain, compiled = data.DataPosition(teacher), data.DataPosition(teacher)

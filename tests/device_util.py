@@ -7,11 +7,14 @@ variant skips cleanly where TensorFlow sees no GPU. Run a file by hand with
 
 import os
 import re
+import unittest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 from absl import flags  # noqa: E402
+
+from tf_onthefly import _load  # noqa: E402
 
 flags.DEFINE_enum("test_device", "cpu", ["cpu", "gpu"], "Device the ops under test run on.")
 FLAGS = flags.FLAGS
@@ -53,4 +56,21 @@ class DeviceTestCase(tf.test.TestCase):
             return test(self, *args, **kwargs)
 
         wrapper.__name__ = test.__name__
+        return wrapper
+
+    @staticmethod
+    def require_xla(test):
+        """Marks a test that compiles the ops with XLA: skipped where the op library has no XLA
+        kernels (TensorFlow before 2.20, docs/packaging.md). Works on a method or a class."""
+        reason = f"the op library for TensorFlow {_load.VARIANT['minor']} has no XLA kernels"
+        if isinstance(test, type):
+            return test if _load.HAS_XLA else unittest.skip(reason)(test)
+
+        def wrapper(self, *args, **kwargs):
+            if not _load.HAS_XLA:
+                self.skipTest(reason)
+            return test(self, *args, **kwargs)
+
+        wrapper.__name__ = test.__name__
+        wrapper.__doc__ = test.__doc__
         return wrapper

@@ -122,6 +122,7 @@ class GeneratorContract:
         for k in gpu:
             self.assertEqual(list(k.host_memory_arg), ["first_sample"])
 
+    @device_util.DeviceTestCase.require_xla
     def test_contract_xla_equals_tf_kernels(self):
         """Under tf.function(jit_compile=True) the op runs as an XLA custom call (the SDK's FFI
         handler on the test's device); every output equals the TF kernel's, bit for bit."""

@@ -10,6 +10,7 @@ import tf_onthefly
 import device_util
 
 
+@device_util.DeviceTestCase.require_xla
 class XlaTest(device_util.DeviceTestCase):
     def test_first_sample_known_at_compile_time(self):
         """A constant, argument or variable first_sample compiles (once per value); a value

@@ -40,7 +40,7 @@ import tensorflow as tf
 from absl import app, flags
 
 import tf_onthefly
-from tf_onthefly import data, models
+from tf_onthefly import _load, data, models
 
 PATHS = ["constant", "numpy", "numpy+prefetch", "op-cpu-tfdata", "op-in-step", "tf-stateless"]
 MODES = ["fit1", "fit64", "loop64"]
@@ -202,6 +202,12 @@ def run(config_names, paths, modes, jits, gpu, seconds, progress=print):
     todo = [(c, p, m, j) for c in config_names for m in modes for j in jits for p in paths]
     table = []
     for n, (name, path, mode, jit) in enumerate(todo, 1):
+        if jit and path == "op-in-step" and not _load.HAS_XLA:
+            progress(
+                f"[{n}/{len(todo)}] {name:5s} {mode:6s} jit=on  {path:15s} skipped: the op library for "
+                f"TensorFlow {_load.VARIANT['minor']} has no XLA kernels"
+            )
+            continue
         cfg = all_cfgs[name]
         rate = run_row(cfg, path, mode, jit, device, seconds)
         table.append(

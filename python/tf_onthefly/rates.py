@@ -26,6 +26,7 @@ import tensorflow as tf
 from absl import app, flags, logging
 
 import tf_onthefly
+from tf_onthefly import _load
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("mib", ["1024"], "Output sizes, MiB of float32.")
@@ -68,7 +69,11 @@ def candidates(size):
         # The same samples in half the bytes: compare samples/s (ms) with the float32 rows.
         "random_batch uniform bfloat16": (ours("uniform", tf.bfloat16), fb // 2 + rows * 4, False),
         "random_batch normal bfloat16": (ours("normal", tf.bfloat16), fb // 2 + rows * 4, False),
+        "random_batch uniform float16": (ours("uniform", tf.float16), fb // 2 + rows * 4, False),
+        "random_batch normal float16": (ours("normal", tf.float16), fb // 2 + rows * 4, False),
     }
+    if not _load.HAS_XLA:
+        out = {k: v for k, v in out.items() if not v[2]}
     for name, spec in tf_onthefly.REGISTRY.items():
         example, moved = _scaled(spec, size)
         shown = ", ".join(f"{k}={v.name if hasattr(v, 'name') else v}" for k, v in example.items() if k != "batch_size")
@@ -237,6 +242,8 @@ def measure(sizes_mib=(1024,), repeats=7, unroll=20, only=None, peers=False):
     rows, notes = [], []
     if peers:  # first: TensorFlow takes the GPU's memory once it runs
         rows, notes = measure_peers(sizes, repeats, unroll, only)
+    if not _load.HAS_XLA:
+        notes.append(f"XLA rows skipped: the op library for TensorFlow {_load.VARIANT['minor']} has no XLA kernels")
     for size in sizes:
         for name, (make, moved, jit) in candidates(size).items():
             if only and not any(o in name for o in only):
