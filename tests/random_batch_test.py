@@ -361,6 +361,23 @@ class RandomBatchCpuGpuTest(device_util.DeviceTestCase):
             generator_contract.assert_bits_equal(self, cpu, gpu, msg=f"low={low} high={high}")
 
     @device_util.DeviceTestCase.require_gpu
+    def test_16_bit_ranges_bit_identical(self):
+        """16-bit features over ranges that reach each kind of value of the type (subnormals,
+        the largest finite, negatives rounded down, values raised to low): the GPU's converter
+        instructions give the CPU's integer rule's bits."""
+        ranges = {
+            tf.bfloat16: [(0.0, 1.0), (-2.0, 3.0), (-1.5e-38, 1.5e-38), (-1.5e38, 1.5e38), (-1e-3, -1e-5)],
+            tf.float16: [(0.0, 1.0), (-2.0, 3.0), (-1e-4, 1e-4), (0.0, 1e-7), (-65504.0, 65504.0), (6e4, 65504.0)],
+        }
+        for dtype, cases in ranges.items():
+            for low, high in cases:
+                cpu, gpu = self._both(4096, 64, seed=[3, 4], step=5, low=low, high=high, dtype=dtype)
+                generator_contract.assert_bits_equal(self, cpu, gpu, msg=f"{dtype.name} [{low}, {high})")
+        for dtype in [tf.bfloat16, tf.float16]:
+            cpu, gpu = self._both(1 << 16, 64, seed=[5, 6], step=77, dtype=dtype)  # [0, 1): kernel variant 1
+            generator_contract.assert_bits_equal(self, cpu, gpu, msg=f"{dtype.name} [0, 1)")
+
+    @device_util.DeviceTestCase.require_gpu
     def test_classes_bit_identical_large(self):
         for dtype in [tf.int32, tf.int64, tf.float32]:
             (_, cl), (_, gl) = self._both(

@@ -1,7 +1,8 @@
 // Host side of the kernel bench (tools/kernel_bench/README.md). Loads kernels.cubin through
 // the CUDA driver API (dlopen'ed libcuda.so.1: no CUDA toolkit or TensorFlow needed on the
 // GPU machine), times each kernel with CUDA events on 1 GiB outputs, and checks the SDK
-// kernels' first and last rows against the same generator run on the host.
+// kernels' first and last rows against the same generator run on the host; first it checks
+// the GPU's 16-bit conversions against the host's rule on every finite float32.
 //
 //   harness KERNELS.cubin [LABEL]
 #include <cuda.h>
@@ -183,6 +184,34 @@ int main(int argc, char** argv) {
   std::printf("%s: %s, %d SMs, 1 GiB float32 outputs, best/median of 20 after 3 warm-up\n", label,
               name, g_sms);
 
+  bool ok = true;
+  {  // the 16-bit conversions: GPU converter == the CPU's integer rule, every finite float32
+    CUdeviceptr counts;
+    CK(p_cuMemAlloc(&counts, 4 * 8 + 4 * 4));
+    const uint64_t zero[4] = {0, 0, 0, 0};
+    const uint32_t none[4] = {~0u, ~0u, ~0u, ~0u};
+    CK(p_cuMemcpyHtoD(counts, zero, sizeof(zero)));
+    CK(p_cuMemcpyHtoD(counts + 32, none, sizeof(none)));
+    CUdeviceptr first = counts + 32;
+    void* args[] = {&counts, &first};
+    CK(p_cuLaunchKernel(Kernel(mod, "CheckHalfConversions"), g_sms * 8, 1, 1, 256, 1, 1, 0, 0,
+                        args, 0));
+    uint64_t bad[4];
+    uint32_t first_bad[4];
+    CK(p_cuMemcpyDtoH(bad, counts, sizeof(bad)));
+    CK(p_cuMemcpyDtoH(first_bad, first, sizeof(first_bad)));
+    const char* names[4] = {"bfloat16 nearest", "bfloat16 down", "float16 nearest",
+                            "float16 down"};
+    for (int c = 0; c < 4; ++c) {
+      std::printf("%s: 16-bit conversion %-16s over every finite float32: %" PRIu64
+                  " mismatches%s\n",
+                  label, names[c], bad[c], bad[c] ? "" : " (OK)");
+      if (bad[c]) std::printf("%s   first mismatch at float32 bits 0x%08x\n", label, first_bad[c]);
+      ok &= bad[c] == 0;
+    }
+    CK(p_cuMemFree(counts));
+  }
+
   const int64_t kBytes = int64_t{1} << 30;
   CUdeviceptr out, labels;
   CK(p_cuMemAlloc(&out, kBytes));
@@ -230,7 +259,6 @@ int main(int argc, char** argv) {
   const sdk::SeedAndStep host_in{seed_step, 2, seed_step + 2};
   const tf_onthefly::PhiloxKey keys[2] = {sdk::StreamKey(host_in, 0), sdk::StreamKey(host_in, 1)};
   std::vector<std::string> names = SymbolNames(std::string(argv[1]) + ".names");
-  bool ok = true;
   for (const Variant& v : variants) {
     std::string symbol;
     for (const std::string& n : names)
