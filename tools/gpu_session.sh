@@ -57,7 +57,7 @@ case "${1:-tests}" in
     for f in bench_old bench_seed bench_wide_cnn; do grep -E "^\S+ +[0-9]+ (fit|loop)" "$OUT/$f.log" >> "$S"; done
     ;;
   smoke)
-    (cd /tmp && with $new python3 -m tf_onthefly.info && with $new python3 "$OLDPWD/tests/wheel_smoke.py") \
+    (cd /tmp && with $new python3 -m tf_onthefly.info && with $new python3 "$OLDPWD/tests/wheel_smoke.py" --any-location) \
       > "$OUT/smoke.log" 2>&1
     echo "wheel smoke rc=$?" >> "$S"
     grep -E "TensorFlow|GPU |XLA|smoke|op library" "$OUT/smoke.log" >> "$S"
