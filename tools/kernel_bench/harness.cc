@@ -194,14 +194,13 @@ int main(int argc, char** argv) {
     CK(p_cuMemcpyHtoD(counts + 32, none, sizeof(none)));
     CUdeviceptr first = counts + 32;
     void* args[] = {&counts, &first};
-    CK(p_cuLaunchKernel(Kernel(mod, "CheckHalfConversions"), g_sms * 8, 1, 1, 256, 1, 1, 0, 0,
-                        args, 0));
+    CK(p_cuLaunchKernel(Kernel(mod, "CheckHalfConversions"), g_sms * 8, 1, 1, 256, 1, 1, 0, 0, args,
+                        0));
     uint64_t bad[4];
     uint32_t first_bad[4];
     CK(p_cuMemcpyDtoH(bad, counts, sizeof(bad)));
     CK(p_cuMemcpyDtoH(first_bad, first, sizeof(first_bad)));
-    const char* names[4] = {"bfloat16 nearest", "bfloat16 down", "float16 nearest",
-                            "float16 down"};
+    const char* names[4] = {"bfloat16 nearest", "bfloat16 down", "float16 nearest", "float16 down"};
     for (int c = 0; c < 4; ++c) {
       std::printf("%s: 16-bit conversion %-16s over every finite float32: %" PRIu64
                   " mismatches%s\n",

@@ -52,10 +52,12 @@ extern "C" __global__ void CheckHalfConversions(unsigned long long* mismatches,
     const bool bad[4] = {
         tf_onthefly::ToBFloat16<Rounding::kNearestEven>(x) !=
             tf_onthefly::ToBFloat16Bits<Rounding::kNearestEven>(x),
-        tf_onthefly::ToBFloat16<Rounding::kDown>(x) != tf_onthefly::ToBFloat16Bits<Rounding::kDown>(x),
+        tf_onthefly::ToBFloat16<Rounding::kDown>(x) !=
+            tf_onthefly::ToBFloat16Bits<Rounding::kDown>(x),
         tf_onthefly::ToFloat16<Rounding::kNearestEven>(x) !=
             tf_onthefly::ToFloat16Bits<Rounding::kNearestEven>(x),
-        tf_onthefly::ToFloat16<Rounding::kDown>(x) != tf_onthefly::ToFloat16Bits<Rounding::kDown>(x),
+        tf_onthefly::ToFloat16<Rounding::kDown>(x) !=
+            tf_onthefly::ToFloat16Bits<Rounding::kDown>(x),
     };
     for (int c = 0; c < 4; ++c) {
       if (bad[c]) {
