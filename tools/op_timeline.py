@@ -1,6 +1,6 @@
 """Where the time goes around generator ops on the GPU: one traced call, kernel by kernel.
 
-    python3 tools/op_timeline.py [--mib=256] [--unroll=10] [--jit]
+    python3 tools/op_timeline.py [--mib=256] [--unroll=10] [--jit] [--steps_on=cpu|gpu]
 
 Runs `unroll` random_batch ops of about `mib` MiB (each consumed by one element, as
 python -m tf_onthefly.rates does) in one tf.function, traces one call with the TF profiler
@@ -8,7 +8,8 @@ python -m tf_onthefly.rates does) in one tf.function, traces one call with the T
   - every GPU kernel in stream order: its duration and the idle gap before it;
   - the sums: time in our kernels, in other kernels, idle between kernels, and the call's
     wall time;
-  - the host time TensorFlow spent in each op's Compute (the op's own launch work).
+  - the host time TensorFlow spent in each op's Compute (the op's own launch work), and
+    the host events of the call summed by thread and name, largest first.
 """
 
 import argparse
@@ -46,13 +47,15 @@ def main():
     ap.add_argument("--unroll", type=int, default=10)
     ap.add_argument("--jit", action="store_true")
     ap.add_argument("--distribution", default="uniform")
+    ap.add_argument("--steps_on", default="cpu", choices=["cpu", "gpu"], help="Where each op's step is computed.")
+    ap.add_argument("--host_top", type=int, default=25, help="Host events listed by total time.")
     args = ap.parse_args()
     rows = (args.mib << 20) // (4 * 4096)
 
     @tf.function(jit_compile=args.jit)
     def run(step0):
         acc = tf.constant(0.0)
-        with tf.device("/CPU:0"):
+        with tf.device(f"/{args.steps_on.upper()}:0"):
             steps = [step0 + k for k in range(args.unroll)]
         for k in range(args.unroll):
             f, _ = tf_onthefly.random_batch(rows, 4096, seed=[1, 2], step=steps[k], distribution=args.distribution)
@@ -75,7 +78,8 @@ def main():
     if not kernels:
         print("no device events in the trace: TensorFlow could not load CUPTI (libcupti.so.12)")
     print(
-        f"{args.unroll} x random_batch {args.distribution} {args.mib} MiB{' under XLA' if args.jit else ''}: "
+        f"{args.unroll} x random_batch {args.distribution} {args.mib} MiB{' under XLA' if args.jit else ''}, "
+        f"steps on the {args.steps_on.upper()}: "
         f"call wall time {wall * 1e3:.3f} ms"
     )
     ours = other = idle = 0.0
@@ -102,6 +106,17 @@ def main():
                     host[ev.split(":")[0][:60]].append(dur / 1e6)
     for ev, durs in sorted(host.items()):
         print(f"host: {ev:60s} {len(durs):3d} events, median {sorted(durs)[len(durs) // 2]:8.1f} us")
+    # Where the host's time goes: every host event (TensorFlow's TraceMe annotations, the CUDA
+    # API calls CUPTI records), summed by thread line and name, largest first.
+    total = collections.defaultdict(lambda: [0, 0.0])
+    for name, evs in planes.items():
+        if "host" in name.lower():
+            for line, ev, start, dur in evs:
+                key = (line[:24], ev.split("<")[0][:70])
+                total[key][0] += 1
+                total[key][1] += dur / 1e6
+    for (line, ev), (n, us) in sorted(total.items(), key=lambda kv: -kv[1][1])[: args.host_top]:
+        print(f"host total: {us:9.1f} us  {n:4d} x  [{line}] {ev}")
 
 
 if __name__ == "__main__":

@@ -5,8 +5,9 @@ are installed, PyTorch, JAX and CuPy, in one run.
 
 TF candidates (every registered generator, random_batch's uniform and normal features, the
 same under XLA, TF's stateless random ops, a copy as the memory ceiling) run `unroll` times
-inside one tf.function (distinct steps, so nothing is cached or folded), each output
-consumed by one element; the time per output is the median over `repeats` calls after a
+inside one tf.function (distinct steps from a step counter kept where the candidate reads
+it: on the device for our ops, on the host for TF's stateless ops), each output consumed by
+one element; the time per output is the median over `repeats` calls after a
 warm-up, synchronised by fetching the result. NumPy's float32 generators run on one host
 thread into a preallocated array (the CPU yardstick). PyTorch, JAX and CuPy (GPU only, each
 in its own process, before TensorFlow takes the GPU's memory) are timed with their own
@@ -37,6 +38,7 @@ flags.DEFINE_list("only", [], "Measure only candidates whose name contains one o
 flags.DEFINE_bool("peers", True, "On a GPU, also time PyTorch, JAX and CuPy where installed.")
 
 FEATURES = 4096  # random_batch columns; rows follow from the size
+DEVICE_STEPS, HOST_STEPS = "device", "host"  # where a candidate's step counter lives
 NUMPY = "numpy default_rng random float32, out="
 NUMPY_NORMAL = "numpy default_rng standard_normal float32, out="
 
@@ -50,7 +52,8 @@ def _scaled(spec, size):
 
 
 def candidates(size):
-    """name -> (fn(step) -> tensors, bytes moved per call, jit): ~size bytes each."""
+    """name -> (fn(step) -> tensors, bytes moved per call, jit, where its steps live): ~size bytes
+    each."""
     rows = max(1, size // (4 * FEATURES))
     shape = [rows, FEATURES]
     fb = rows * FEATURES * 4
@@ -84,22 +87,25 @@ def candidates(size):
         )
     out.update(
         {
+            # TF's stateless ops read their seed on the host: their steps stay there.
             "tf.random.stateless_uniform": (
                 lambda step: tf.random.stateless_uniform(shape, seed=tf.stack([step, 1])),
                 fb,
                 False,
+                HOST_STEPS,
             ),
             "tf.random.stateless_normal": (
                 lambda step: tf.random.stateless_normal(shape, seed=tf.stack([step, 1])),
                 fb,
                 False,
+                HOST_STEPS,
             ),
             "copy x*2 (read+write)": (lambda step: x * tf.cast(step, tf.float32), 2 * fb, False),
             NUMPY: (None, fb, False),
             NUMPY_NORMAL: (None, fb, False),
         }
     )
-    return out
+    return {k: v if len(v) == 4 else (*v, DEVICE_STEPS) for k, v in out.items()}
 
 
 def _row(name, moved, seconds_per_output, size):
@@ -133,24 +139,31 @@ def _measure_numpy(name, moved, repeats, unroll):
     return time_per_output(call, repeats, unroll)
 
 
-def _measure_tf(make, jit, repeats, unroll):
+def _measure_tf(make, jit, repeats, unroll, steps):
+    # The step counter lives where the candidate reads it, as in a training loop
+    # (GeneratorModel keeps it on the device): on the GPU for our ops, whose kernels read seed
+    # and step in device memory, on the host for TF's stateless ops. A step made on the host
+    # for a GPU kernel costs a host-to-device copy per op, which inside TF takes 0.5-0.7 ms
+    # (tools/op_timeline.py --steps_on=cpu; docs/benchmarks.md), more than the kernel.
+    on = "/CPU:0" if steps == HOST_STEPS or not tf.config.list_physical_devices("GPU") else "/GPU:0"
+    with tf.device(on):
+        counter = tf.Variable(0, dtype=tf.int64)
+
     @tf.function(jit_compile=jit)
-    def run(step0):
+    def run():
         acc = tf.constant(0.0)
-        # Steps are computed on the host: a value the kernels would read on the GPU anyway,
-        # and the same for every candidate (TF's stateless ops take their seed on the host).
-        with tf.device("/CPU:0"):
-            steps = [step0 + k for k in range(unroll)]
+        with tf.device(on):
+            step0 = counter.assign_add(unroll)
+            step_list = [step0 + k for k in range(unroll)]
         for k in range(unroll):
             # One element of the first output keeps the op from being pruned (every output
             # comes from the same kernel); the same consumer for every candidate.
-            t = tf.nest.flatten(make(steps[k]))[0]
+            t = tf.nest.flatten(make(step_list[k]))[0]
             acc += tf.cast(tf.reshape(t, [-1])[0], tf.float32)
         return acc
 
-    run(tf.constant(0, tf.int64)).numpy()  # trace, warm up, allocate
-    calls = iter(range(1, 1 << 30))
-    return time_per_output(lambda: run(tf.constant(next(calls) * unroll, tf.int64)).numpy(), repeats, unroll)
+    run().numpy()  # trace, warm up, allocate
+    return time_per_output(lambda: run().numpy(), repeats, unroll)
 
 
 # Each peer in its own process, timed with its own idiom; prints {name: seconds per output}.
@@ -245,13 +258,13 @@ def measure(sizes_mib=(1024,), repeats=7, unroll=20, only=None, peers=False):
     if not _load.HAS_XLA:
         notes.append(f"XLA rows skipped: the op library for TensorFlow {_load.VARIANT['minor']} has no XLA kernels")
     for size in sizes:
-        for name, (make, moved, jit) in candidates(size).items():
+        for name, (make, moved, jit, steps) in candidates(size).items():
             if only and not any(o in name for o in only):
                 continue
             if make is None:
                 seconds = _measure_numpy(name, moved, repeats, unroll)
             else:
-                seconds = _measure_tf(make, jit, repeats, unroll)
+                seconds = _measure_tf(make, jit, repeats, unroll, steps)
             rows.append(_row(name, moved, seconds, size))
     return rows, notes
 
