@@ -145,10 +145,14 @@ class RandomBatchTest(device_util.DeviceTestCase, generator_contract.GeneratorCo
                 dict(low=-1e-3, high=1e-3),
                 dict(distribution="normal"),
             ]:
+                # 13 features: 3 whole blocks and a partial one; 1001: the CPU's chunks of 64
+                # blocks, the last one partial.
+                for rows, fd in [(37, 13), (3, 1001)]:
+                    rf, rl = reference(rows, fd, [4, 5], 6, dtype=dtype, **kw)
+                    g, m = random_batch(rows, fd, seed=[4, 5], step=6, dtype=tf_dtype, **kw)
+                    self.assertBitsEqual([g, m], [rf, rl], msg=f"{dtype} {kw} feature_dim={fd}")
                 f, l = random_batch(37, 13, seed=[4, 5], step=6, dtype=tf_dtype, **kw)
-                rf, rl = reference(37, 13, [4, 5], 6, dtype=dtype, **kw)
                 self.assertEqual(f.dtype, tf_dtype)
-                self.assertBitsEqual([f, l], [rf, rl], msg=f"{dtype} {kw}")
                 lo, hi = np.float32(kw.get("low", 0.0)), np.float32(kw.get("high", 1.0))
                 if kw.get("distribution", "uniform") == "uniform":
                     x = f.numpy().astype(np.float32)

@@ -1,7 +1,7 @@
-// Bulk Philox on the CPU: the [0, 1) floats or the standard normals of consecutive blocks of
-// one sample, the same values as UniformFloat() / BoxMuller() of SampleBlock() word by word
-// (tests/random_batch_test.py pins them), eight blocks at a time with AVX2 + FMA where the
-// CPU has them.
+// Bulk work on the CPU: the [0, 1) floats or the standard normals of consecutive blocks of
+// one sample (and their rounding to float16), the same values as UniformFloat() / BoxMuller() of
+// SampleBlock() word by word (tests/random_batch_test.py pins them), eight blocks at a time with
+// AVX2 + FMA where the CPU has them.
 //
 // Why not leave it to the compiler: Philox needs 32x32->64-bit products; gcc 12 does not
 // vectorise them well (an 8-lane loop written for it ran no faster than scalar code,
@@ -27,6 +27,12 @@ void UniformFloatBlocks(PhiloxKey key, uint64_t sample, uint32_t first_block, in
 // BoxMuller(w.w2, w.w3).
 void NormalFloatBlocks(PhiloxKey key, uint64_t sample, uint32_t first_block, int64_t num_blocks,
                        float* dst);
+
+// dst[i] = ToFloat16Bits<kNearestEven or, with round_down, kDown>(src[i]) for i < n, finite
+// inputs: F16C's vcvtps2ph where the CPU has it (IEEE's conversion with the rounding
+// direction in the instruction, eight values at a time), uniform.h's integer code otherwise.
+// The two agree on every finite float32 (tf_ops/common/conversions_test.cc).
+void Float32ToFloat16(const float* src, int64_t n, bool round_down, uint16_t* dst);
 
 }  // namespace tf_onthefly
 

@@ -111,20 +111,38 @@ struct RandomBatchGen {
 #endif
 
 #if !defined(__CUDACC__)
-  // CPU fast paths for float32 [0, 1) features (the default) and float32 normals: the same
-  // values as the items', eight Philox blocks at a time (AVX2 + FMA). Everything else runs
-  // the items.
+  // CPU fast paths for [0, 1) features (the default) and normals: the float32 values of the
+  // items, eight Philox blocks at a time (AVX2 + FMA); a 16-bit type rounds them from a
+  // buffer on the stack as the items do. Everything else runs the items.
   static bool GenerateSampleCpu(const Params& p, const sdk::SampleRng<kNumStreams>& rng,
                                 const sdk::SampleOutputs& out) {
-    if (!std::is_same_v<TFeature, Float32>) return false;
     const bool normal = p.distribution == Distribution::kNormal;
     if (!normal && !p.unit_range) return false;
     const int64_t full_blocks = p.feature_dim / 4;
-    float* dst = reinterpret_cast<float*>(out.get<Feature>(0));
-    if (normal) {
-      NormalFloatBlocks(rng.key(kFeatureStream), rng.sample(), 0, full_blocks, dst);
+    const auto float_blocks = [&](int64_t first, int64_t n, float* dst) {
+      (normal ? NormalFloatBlocks : UniformFloatBlocks)(rng.key(kFeatureStream), rng.sample(),
+                                                        static_cast<uint32_t>(first), n, dst);
+    };
+    Feature* dst = out.get<Feature>(0);
+    if constexpr (std::is_same_v<TFeature, Float32>) {
+      float_blocks(0, full_blocks, dst);
     } else {
-      UniformFloatBlocks(rng.key(kFeatureStream), rng.sample(), 0, full_blocks, dst);
+      constexpr int64_t kChunkBlocks = 64;  // 1 KiB of float32 values, in L1
+      float buf[4 * kChunkBlocks];
+      for (int64_t b = 0; b < full_blocks; b += kChunkBlocks) {
+        const int64_t n = full_blocks - b < kChunkBlocks ? full_blocks - b : kChunkBlocks;
+        float_blocks(b, n, buf);
+        Feature* d = dst + 4 * b;
+        if constexpr (std::is_same_v<TFeature, Float16>) {
+          Float32ToFloat16(buf, 4 * n, /*round_down=*/!normal, d);
+        } else if (normal) {
+          for (int64_t i = 0; i < 4 * n; ++i)
+            d[i] = TFeature::template From<Rounding::kNearestEven>(buf[i]);
+        } else {
+          for (int64_t i = 0; i < 4 * n; ++i)
+            d[i] = TFeature::template From<Rounding::kDown>(buf[i]);
+        }
+      }
     }
     if (4 * full_blocks < p.feature_dim) Generate(p, rng, full_blocks, out);  // partial block
     if (full_blocks > 0) *out.get<TLabel>(1) = Label(p, rng);  // else the item above wrote it
