@@ -266,8 +266,6 @@ int main(int argc, char** argv) {
     CUfunction gen = Kernel(mod, symbol.c_str());
     for (int64_t dim : {4096, 256, 16, 6}) {
       for (int dist = 0; dist < 3; ++dist) {
-        const int variant = dist == 0 && dim % 4 == 0;  // RandomBatchGen::Variant
-        if (v.v == 1 && variant != 1) continue;         // variant 1 is only ever launched for these
         rb::Params p{};
         p.feature_dim = dim;
         p.distribution = dist == 2 ? rb::Distribution::kNormal : rb::Distribution::kUniform;
@@ -277,6 +275,8 @@ int main(int argc, char** argv) {
         p.unit_range = dist == 0;
         p.label_mode = rb::LabelMode::kClasses;
         p.num_classes = 10;
+        const int variant = Gen::Variant(p);
+        if (v.v != 0 && variant != v.v) continue;  // a variant > 0 only ever runs its cases
         const int64_t rows = kBytes / (4 * dim);
         sdk::CallGeometry g{};
         g.num_samples = rows;

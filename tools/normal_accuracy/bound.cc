@@ -63,15 +63,15 @@ Iv Mul(const Iv& a, const Iv& b) {
 int BinOf(LD t) { return std::min(kBins - 1, static_cast<int>((na::Mant(t) - 1) * kBins)); }
 
 struct RBin {
-  Iv eR, d3;    // r0 + rl = R* (1 + eR); r = fl(r0 + rl) = (r0 + rl)(1 + d3)
-  LD rho = 0;   // max |rl| / |r0 + rl|
+  Iv eR, d3;   // r0 + rl = R* (1 + eR); r = fl(r0 + rl) = (r0 + rl)(1 + d3)
+  LD rho = 0;  // max |rl| / |r0 + rl|
   void Merge(const RBin& o) { eR.Merge(o.eR), d3.Merge(o.d3), rho = std::max(rho, o.rho); }
 };
 struct FBin {
-  Iv eF;        // factor = F* (1 + eF)
-  Iv g;         // cos: q / C; sin: p / (1 + p)   (the coefficient of d3)
-  LD G = 0;     // max |g|
-  LD K = 0;     // cos: max kCm / C; sin: max 1 / (1 + p)
+  Iv eF;     // factor = F* (1 + eF)
+  Iv g;      // cos: q / C; sin: p / (1 + p)   (the coefficient of d3)
+  LD G = 0;  // max |g|
+  LD K = 0;  // cos: max kCm / C; sin: max 1 / (1 + p)
   void Merge(const FBin& o) {
     eF.Merge(o.eF), g.Merge(o.g), G = std::max(G, o.G), K = std::max(K, o.K);
   }
@@ -160,7 +160,7 @@ void PassZerosQuadrants() {
   for (int i = 0; i < (1 << 22); ++i) {
     const uint32_t wr = static_cast<uint32_t>(seeds[i]);
     const uint32_t w0 = static_cast<uint32_t>(seeds[i] >> 32) & 0x3FFFFFFFu;  // v quadrant 0
-    const uint32_t t0 = w0 - 0x20000000u;  // w_theta with v = w0
+    const uint32_t t0 = w0 - 0x20000000u;                                     // w_theta with v = w0
     float c, sn;
     BoxMuller(wr, t0, &c, &sn);
     const uint32_t C = FloatBits(c), S = FloatBits(sn), N = 0x80000000u;
@@ -202,8 +202,8 @@ Worst BinBound(const std::vector<FBin>& fb, bool cos_path) {
         if (f.eF.empty()) continue;
         const Iv t = Mul(f.g, rb.d3);
         const LD D = cos_path ? kU * rb.rho * f.K : kU * ((1 + kU) * f.G + rb.rho * f.K);
-        const LD y2 = cos_path ? (1 + kU) * (f.G + rb.rho * f.K)
-                               : (1 + kU) * ((1 + kU) * f.G + rb.rho * f.K);
+        const LD y2 =
+            cos_path ? (1 + kU) * (f.G + rb.rho * f.K) : (1 + kU) * ((1 + kU) * f.G + rb.rho * f.K);
         const LD slo = t.lo - D, shi = t.hi + D;
         LD rel = 0;
         for (LD a : {rb.eR.lo - kSlack, rb.eR.hi + kSlack})
@@ -215,9 +215,12 @@ Worst BinBound(const std::vector<FBin>& fb, bool cos_path) {
         const LD phi = (1 + static_cast<LD>(i + 1) / kBins) * (1 + static_cast<LD>(j + 1) / kBins);
         LD cases[2];
         int nc = 0;
-        if (phi <= 2) cases[nc++] = phi;
-        else if (plo >= 2) cases[nc++] = phi / 2;
-        else cases[nc++] = 2, cases[nc++] = phi / 2;
+        if (phi <= 2)
+          cases[nc++] = phi;
+        else if (plo >= 2)
+          cases[nc++] = phi / 2;
+        else
+          cases[nc++] = 2, cases[nc++] = phi / 2;
         for (int c = 0; c < nc; ++c) {
           const LD m = cases[c];
           const LD inner = ldexpl(1.0L, ilogbl(y2 * grow * m) - 1);
@@ -306,8 +309,10 @@ Enum Windows(LD tau) {
     }
 #pragma omp critical
     {
-      if (e.worst_c > total.worst_c) total.worst_c = e.worst_c, total.wk_c = e.wk_c, total.wn_c = e.wn_c;
-      if (e.worst_s > total.worst_s) total.worst_s = e.worst_s, total.wk_s = e.wk_s, total.wn_s = e.wn_s;
+      if (e.worst_c > total.worst_c)
+        total.worst_c = e.worst_c, total.wk_c = e.wk_c, total.wn_c = e.wn_c;
+      if (e.worst_s > total.worst_s)
+        total.worst_s = e.worst_s, total.wk_s = e.wk_s, total.wn_s = e.wn_s;
       total.pairs_c += e.pairs_c, total.pairs_s += e.pairs_s, total.ambiguous += e.ambiguous;
     }
   }
@@ -317,14 +322,15 @@ Enum Windows(LD tau) {
 void PrintWorst(const char* name, const Worst& w, const std::vector<FBin>& fb) {
   const RBin& r = g_r[w.i];
   const FBin& f = fb[w.j];
-  std::printf("  %-4s B = %.6Lf ulp at R-bin %d (mant [%.5Lf, %.5Lf)), F-bin %d (mant [%.5Lf, "
-              "%.5Lf)): relerr %.5Le = %.4Lf u, max mant(z*) %.5Lf, inner rounding %.4Lf ulp\n"
-              "       eR in [%.3Le, %.3Le], eF in [%.3Le, %.3Le], rho %.3Le, d3 in [%.3Le, %.3Le], "
-              "g in [%.4Lf, %.4Lf], K %.4Lf\n",
-              name, w.b, w.i, 1 + static_cast<LD>(w.i) / kBins, 1 + static_cast<LD>(w.i + 1) / kBins,
-              w.j, 1 + static_cast<LD>(w.j) / kBins, 1 + static_cast<LD>(w.j + 1) / kBins, w.rel,
-              w.rel / kU, w.m, w.inner, r.eR.lo, r.eR.hi, f.eF.lo, f.eF.hi, r.rho, r.d3.lo, r.d3.hi, f.g.lo,
-              f.g.hi, f.K);
+  std::printf(
+      "  %-4s B = %.6Lf ulp at R-bin %d (mant [%.5Lf, %.5Lf)), F-bin %d (mant [%.5Lf, "
+      "%.5Lf)): relerr %.5Le = %.4Lf u, max mant(z*) %.5Lf, inner rounding %.4Lf ulp\n"
+      "       eR in [%.3Le, %.3Le], eF in [%.3Le, %.3Le], rho %.3Le, d3 in [%.3Le, %.3Le], "
+      "g in [%.4Lf, %.4Lf], K %.4Lf\n",
+      name, w.b, w.i, 1 + static_cast<LD>(w.i) / kBins, 1 + static_cast<LD>(w.i + 1) / kBins, w.j,
+      1 + static_cast<LD>(w.j) / kBins, 1 + static_cast<LD>(w.j + 1) / kBins, w.rel, w.rel / kU,
+      w.m, w.inner, r.eR.lo, r.eR.hi, f.eF.lo, f.eF.hi, r.rho, r.d3.lo, r.d3.hi, f.g.lo, f.g.hi,
+      f.K);
 }
 
 }  // namespace
@@ -340,10 +346,14 @@ int main() {
   const double t_z = timer.Seconds();
   const Worst wc = BinBound(g_cos, true), ws = BinBound(g_sin, false);
   const double t_bins = timer.Seconds();
-  std::printf("\n[%.1f s] exhaustive passes over u1 (2^24) and x (2^22); zeros and quadrants "
-              "checked [%.1f s]\n", t_ab, t_z - t_ab);
-  std::printf("\npre-rounding bound B = max over bin pairs of relerr * max mant(z*) * 2^23 + inner "
-              "[%.1f s]:\n", t_bins - t_z);
+  std::printf(
+      "\n[%.1f s] exhaustive passes over u1 (2^24) and x (2^22); zeros and quadrants "
+      "checked [%.1f s]\n",
+      t_ab, t_z - t_ab);
+  std::printf(
+      "\npre-rounding bound B = max over bin pairs of relerr * max mant(z*) * 2^23 + inner "
+      "[%.1f s]:\n",
+      t_bins - t_z);
   PrintWorst("cos", wc, g_cos);
   PrintWorst("sin", ws, g_sin);
   const LD bmax = std::max(wc.b, ws.b);
@@ -353,8 +363,10 @@ int main() {
 
   const Enum en = Windows(tau);
   const double t_win = timer.Seconds();
-  std::printf("\nwindows: every pair with z* within tau = %.4Lf ulps below a power of two (and up "
-              "to 2^-58 relative above it), measured directly [%.1f s]:\n", tau, t_win - t_bins);
+  std::printf(
+      "\nwindows: every pair with z* within tau = %.4Lf ulps below a power of two (and up "
+      "to 2^-58 relative above it), measured directly [%.1f s]:\n",
+      tau, t_win - t_bins);
   std::printf("  cos path: %" PRIu64 " pairs, max %.6Lf ulp (w_r >> 8 = %u, x = %d 2^-21)\n",
               en.pairs_c, en.worst_c, en.wk_c, en.wn_c);
   std::printf("  sin path: %" PRIu64 " pairs, max %.6Lf ulp (w_r >> 8 = %u, x = %d 2^-21)\n",
@@ -365,9 +377,12 @@ int main() {
   if (bmax > tau) Fail("B exceeds tau", 0);
 
   const LD bc = std::max(wc.b + 0.5L, en.worst_c), bs = std::max(ws.b + 0.5L, en.worst_s);
-  std::printf("\nPROVEN: cos-path values within %.4Lf ulp, sin-path values within %.4Lf ulp;\n"
-              "        z0 and z1 (each is either, by quadrant) within %.4Lf ulp of the exact "
-              "r cos / r sin, for all 2^48 pairs of words.\n", bc, bs, std::max(bc, bs));
-  std::printf("total time %.1f s; %s\n", timer.Seconds(), g_failures ? "FAILED" : "all checks passed");
+  std::printf(
+      "\nPROVEN: cos-path values within %.4Lf ulp, sin-path values within %.4Lf ulp;\n"
+      "        z0 and z1 (each is either, by quadrant) within %.4Lf ulp of the exact "
+      "r cos / r sin, for all 2^48 pairs of words.\n",
+      bc, bs, std::max(bc, bs));
+  std::printf("total time %.1f s; %s\n", timer.Seconds(),
+              g_failures ? "FAILED" : "all checks passed");
   return g_failures ? 1 : 0;
 }

@@ -49,10 +49,18 @@ inline void ExactZ(uint32_t w_r, uint32_t w_theta, LD* z0, LD* z1) {
   const LD c = f == 0 ? 1.0L : cosl(a), s = f == 0 ? 0.0L : sinl(a);
   LD zc, zs;
   switch (quad) {
-    case 0: zc = c, zs = s; break;
-    case 1: zc = -s, zs = c; break;
-    case 2: zc = -c, zs = -s; break;
-    default: zc = s, zs = -c; break;
+    case 0:
+      zc = c, zs = s;
+      break;
+    case 1:
+      zc = -s, zs = c;
+      break;
+    case 2:
+      zc = -c, zs = -s;
+      break;
+    default:
+      zc = s, zs = -c;
+      break;
   }
   *z0 = r * zc;
   *z1 = r * zs;

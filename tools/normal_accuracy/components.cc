@@ -56,23 +56,29 @@ enum U1Stat {
   kRho,           // |rl| / |r0 + rl|
   kRRound,        // r / (r0 + rl) - 1 (rounding of r)
   kRvsR,          // r vs R*
-  kMinL, kMinR0, kMinRl, kMinR,   // magnitudes
-  kMinInter,      // smallest nonzero |intermediate| of NegLogU1 + SqrtPair
-  kMaxInter,      // largest |intermediate|
+  kMinL,
+  kMinR0,
+  kMinRl,
+  kMinR,      // magnitudes
+  kMinInter,  // smallest nonzero |intermediate| of NegLogU1 + SqrtPair
+  kMaxInter,  // largest |intermediate|
   kNumU1
 };
-const char* kU1Names[kNumU1] = {
-    "log poly g+g^2P(g) (exact arith) vs -ln(1-g), rel",
-    "L = NegLogU1 vs -ln u1, rel",
-    "y0 sqrt(L) (rsqrt seed)",
-    "y vs L^-1/2 (seed + quadratic), rel",
-    "r0+rl vs sqrt(L) (SqrtPair alone), rel",
-    "eR: r0+rl vs R* = sqrt(-ln u1), rel",
-    "rho = |rl| / |r0+rl|",
-    "d3 = r/(r0+rl) - 1, r = AddRn(r0,rl)",
-    "r vs R*, rel",
-    "|L|", "|r0|", "|rl|", "|r|",
-    "all intermediates, |.|", "all intermediates, |.| (max)"};
+const char* kU1Names[kNumU1] = {"log poly g+g^2P(g) (exact arith) vs -ln(1-g), rel",
+                                "L = NegLogU1 vs -ln u1, rel",
+                                "y0 sqrt(L) (rsqrt seed)",
+                                "y vs L^-1/2 (seed + quadratic), rel",
+                                "r0+rl vs sqrt(L) (SqrtPair alone), rel",
+                                "eR: r0+rl vs R* = sqrt(-ln u1), rel",
+                                "rho = |rl| / |r0+rl|",
+                                "d3 = r/(r0+rl) - 1, r = AddRn(r0,rl)",
+                                "r vs R*, rel",
+                                "|L|",
+                                "|r0|",
+                                "|rl|",
+                                "|r|",
+                                "all intermediates, |.|",
+                                "all intermediates, |.| (max)"};
 
 void U1Half(Range out[kNumU1]) {
 #pragma omp parallel
@@ -158,23 +164,36 @@ void U1Half(Range out[kNumU1]) {
 
 // ---- u2 half -------------------------------------------------------------------------
 enum XStat {
-  kCosPolyExact,   // kCm + Q(x^2) in exact arithmetic vs sqrt2 cos(pi x/4)
-  kSinPolyExact,   // x (1 + S(x^2)) exact arithmetic vs sqrt2 sin(pi x/4)
-  kEC,             // C = kCm + q (q = CosQ(fl(x^2))) vs sqrt2 cos
-  kES,             // S = x (1 + p) vs sqrt2 sin
-  kQoverC, kKoverC, kPover1p, kP,
-  kMinX, kMinS, kMinQ, kMinPp,
-  kMinInterX, kMaxInterX,
+  kCosPolyExact,  // kCm + Q(x^2) in exact arithmetic vs sqrt2 cos(pi x/4)
+  kSinPolyExact,  // x (1 + S(x^2)) exact arithmetic vs sqrt2 sin(pi x/4)
+  kEC,            // C = kCm + q (q = CosQ(fl(x^2))) vs sqrt2 cos
+  kES,            // S = x (1 + p) vs sqrt2 sin
+  kQoverC,
+  kKoverC,
+  kPover1p,
+  kP,
+  kMinX,
+  kMinS,
+  kMinQ,
+  kMinPp,
+  kMinInterX,
+  kMaxInterX,
   kNumX
 };
-const char* kXNames[kNumX] = {
-    "cos poly kCm+Q(x^2) (exact arith) vs sqrt2 cos(pi x/4), rel",
-    "sin poly x(1+S(x^2)) (exact arith) vs sqrt2 sin(pi x/4), rel",
-    "eC: kCm + q (float q) vs sqrt2 cos(pi x/4), rel",
-    "eS: x (1 + p) (float p) vs sqrt2 sin(pi x/4), rel",
-    "q / C", "kCm / C", "p / (1 + p)", "p",
-    "|x|", "|s| = |x^2|", "|q|", "|p|",
-    "all intermediates, |.|", "all intermediates, |.| (max)"};
+const char* kXNames[kNumX] = {"cos poly kCm+Q(x^2) (exact arith) vs sqrt2 cos(pi x/4), rel",
+                              "sin poly x(1+S(x^2)) (exact arith) vs sqrt2 sin(pi x/4), rel",
+                              "eC: kCm + q (float q) vs sqrt2 cos(pi x/4), rel",
+                              "eS: x (1 + p) (float p) vs sqrt2 sin(pi x/4), rel",
+                              "q / C",
+                              "kCm / C",
+                              "p / (1 + p)",
+                              "p",
+                              "|x|",
+                              "|s| = |x^2|",
+                              "|q|",
+                              "|p|",
+                              "all intermediates, |.|",
+                              "all intermediates, |.| (max)"};
 
 void XHalf(Range out[kNumX]) {
 #pragma omp parallel
@@ -203,7 +222,7 @@ void XHalf(Range out[kNumX]) {
       LD Q = kCosQ[4], Sp = kSinS[3];
       for (int i = 3; i >= 0; --i) Q = Q * sx + kCosQ[i];
       for (int i = 2; i >= 0; --i) Sp = Sp * sx + kSinS[i];
-      const LD C = static_cast<LD>(kCm) + q;        // exact
+      const LD C = static_cast<LD>(kCm) + q;          // exact
       const LD S = xl * (1.0L + static_cast<LD>(p));  // exact (22 + 28 bits)
       st[kCosPolyExact].Add((kCm + Q) / Cx - 1);
       st[kEC].Add(C / Cx - 1);
@@ -295,10 +314,13 @@ int main() {
   const LD ln2f = -static_cast<LD>(kNegLn2Exp) * 0x1p23L;
   std::printf("\nfloat ln 2 (-kNegLn2Exp 2^23) vs ln 2, rel: %.4Le\n",
               ln2f / 0.693147180559945309417232121458176568L - 1);
-  std::printf("all 2^24 u2: 2 pi u2 == (pi/2)(quad + x/2) mod 2 pi exactly on integers (OK unless "
-              "FAIL above); long double cos/sin of both sides differ by at most %.3Le\n", angle);
-  std::printf("low byte of each word: no effect on 2^14 random pairs x 768 low-byte choices "
-              "(and by the code: only w >> 8, and bits 8..31 of w + 2^29, are read)\n");
+  std::printf(
+      "all 2^24 u2: 2 pi u2 == (pi/2)(quad + x/2) mod 2 pi exactly on integers (OK unless "
+      "FAIL above); long double cos/sin of both sides differ by at most %.3Le\n",
+      angle);
+  std::printf(
+      "low byte of each word: no effect on 2^14 random pairs x 768 low-byte choices "
+      "(and by the code: only w >> 8, and bits 8..31 of w + 2^29, are read)\n");
 
   // Cross terms of the two halves (2^48 pairs: not enumerated): an fma result a b + c is a
   // multiple of min(quantum(a) quantum(b), quantum(c)), quantum(v) = 2^(floor(log2 min|v|)
@@ -306,25 +328,29 @@ int main() {
   const int er = Exp2(u1[kMinR].minnz), erl = Exp2(u1[kMinRl].minnz), er0 = Exp2(u1[kMinR0].minnz);
   const int eq = Exp2(xs[kMinQ].minnz), ep = Exp2(xs[kMinPp].minnz), ex = Exp2(xs[kMinX].minnz);
   const int ea1 = Exp2(u1[kMinRl].minnz * static_cast<LD>(kCm) * (1 - na::kU));  // |fl(rl kCm)|
-  const int g_a2 = std::min((er - 23) + (eq - 23), ea1 - 23);   // fl(r q + a1)
-  const int g_b1 = std::min((er - 23) + (ep - 23), erl - 23);   // fl(r p + rl)
-  const int g_b2 = ex + g_b1;                                   // fl(x b1) >= |x| |b1|
-  std::printf("\ncross terms (exponents of the smallest nonzero magnitudes: r 2^%d, r0 2^%d, "
-              "rl 2^%d, q 2^%d, p 2^%d, x 2^%d, fl(rl kCm) 2^%d):\n", er, er0, erl, eq, ep, ex,
-              ea1);
-  std::printf("  fl(r q + fl(rl kCm)) is 0 or >= 2^%d;  fl(r p + rl) is 0 or >= 2^%d;  "
-              "fl(x fl(r p + rl)) is 0 or >= 2^%d\n", g_a2, g_b1, g_b2);
+  const int g_a2 = std::min((er - 23) + (eq - 23), ea1 - 23);                    // fl(r q + a1)
+  const int g_b1 = std::min((er - 23) + (ep - 23), erl - 23);                    // fl(r p + rl)
+  const int g_b2 = ex + g_b1;  // fl(x b1) >= |x| |b1|
+  std::printf(
+      "\ncross terms (exponents of the smallest nonzero magnitudes: r 2^%d, r0 2^%d, "
+      "rl 2^%d, q 2^%d, p 2^%d, x 2^%d, fl(rl kCm) 2^%d):\n",
+      er, er0, erl, eq, ep, ex, ea1);
+  std::printf(
+      "  fl(r q + fl(rl kCm)) is 0 or >= 2^%d;  fl(r p + rl) is 0 or >= 2^%d;  "
+      "fl(x fl(r p + rl)) is 0 or >= 2^%d\n",
+      g_a2, g_b1, g_b2);
   std::printf("  c, sn (|z'| >= (1 - 1/4) |R F|, bound's delta < 1/4): >= 2^%d\n",
               Exp2(0.75L * u1[kMinR0].minnz * 0.99L * std::min<LD>(1, xs[kMinX].minnz)));
   std::printf("  largest |intermediate| of either half: %.4Le (float max 3.4e38)\n",
               std::max(u1[kMaxInter].hi, xs[kMaxInterX].hi));
   if (std::min({g_a2, g_b1, g_b2}) < -126) Fail("cross-term grid reaches subnormals", 0);
-  std::printf("\n  bracket of c, |fl(r q + rl kCm)| / |R C| <= (1+u)(max|q|/C + rho kCm/C) = %.4Lf"
-              "\n  bracket of sn, |x fl(r p + rl)| / |R S| <= (1+u)^2 (max p/(1+p)(1+u) + rho "
-              "max 1/(1+p)) = %.4Lf\n",
-              (1 + na::kU) * (xs[kQoverC].absmax() + u1[kRho].hi * xs[kKoverC].hi),
-              (1 + na::kU) * (1 + na::kU) *
-                  (xs[kPover1p].absmax() * (1 + na::kU) + u1[kRho].hi / (1 + xs[kP].lo)));
+  std::printf(
+      "\n  bracket of c, |fl(r q + rl kCm)| / |R C| <= (1+u)(max|q|/C + rho kCm/C) = %.4Lf"
+      "\n  bracket of sn, |x fl(r p + rl)| / |R S| <= (1+u)^2 (max p/(1+p)(1+u) + rho "
+      "max 1/(1+p)) = %.4Lf\n",
+      (1 + na::kU) * (xs[kQoverC].absmax() + u1[kRho].hi * xs[kKoverC].hi),
+      (1 + na::kU) * (1 + na::kU) *
+          (xs[kPover1p].absmax() * (1 + na::kU) + u1[kRho].hi / (1 + xs[kP].lo)));
   std::printf("\ntime: u1 half %.1f s, rest %.1f s; %s\n", t1, t2 - t1,
               g_failures ? "FAILED" : "all checks passed");
   return g_failures ? 1 : 0;

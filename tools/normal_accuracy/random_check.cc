@@ -46,7 +46,10 @@ int Blocks() {
   const PhiloxKey keys[] = {DeriveKey(0, 0, 0, 0), DeriveKey(42, 7, 0, 3),
                             DeriveKey(0x123456789ull, 0xFEDCBAull, 1, 1ull << 40)};
   const uint64_t samples[] = {0, 1, 12345, (1ull << 32) + 17};
-  const struct { uint32_t first; int64_t n; } ranges[] = {{0, 100003}, {5, 77}, {0xFFFFFF00u, 300}};
+  const struct {
+    uint32_t first;
+    int64_t n;
+  } ranges[] = {{0, 100003}, {5, 77}, {0xFFFFFF00u, 300}};
   uint64_t values = 0, mismatches = 0;
   for (const PhiloxKey& key : keys)
     for (uint64_t sample : samples)
@@ -64,10 +67,11 @@ int Blocks() {
           }
         }
       }
-  std::printf("NormalFloatBlocks vs SampleBlock + scalar BoxMuller (AVX2+FMA path: %s): "
-              "%" PRIu64 " values, %" PRIu64 " mismatches\n",
-              __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? "yes" : "no",
-              values, mismatches);
+  std::printf(
+      "NormalFloatBlocks vs SampleBlock + scalar BoxMuller (AVX2+FMA path: %s): "
+      "%" PRIu64 " values, %" PRIu64 " mismatches\n",
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? "yes" : "no", values,
+      mismatches);
   return mismatches ? 1 : 0;
 }
 
@@ -98,11 +102,12 @@ int main(int argc, char** argv) {
   all.Merge(s1);
   std::printf("normal_accuracy random_check: %" PRId64 " random word pairs (%d threads, %.1f s)\n",
               n, omp_get_max_threads(), timer.Seconds());
-  for (const auto& [name, s] : {std::pair<const char*, const Stats&>{"z0", s0}, {"z1", s1},
-                                {"both", all}})
-    std::printf("  %-4s max %.4Lf ulp (w_r 0x%08x, w_theta 0x%08x), mean %.4Lf ulp, correctly "
-                "rounded %.3f %%\n", name, s.max, s.wr, s.wt, s.sum / s.n,
-                100.0 * s.correct / s.n);
+  for (const auto& [name, s] :
+       {std::pair<const char*, const Stats&>{"z0", s0}, {"z1", s1}, {"both", all}})
+    std::printf(
+        "  %-4s max %.4Lf ulp (w_r 0x%08x, w_theta 0x%08x), mean %.4Lf ulp, correctly "
+        "rounded %.3f %%\n",
+        name, s.max, s.wr, s.wt, s.sum / s.n, 100.0 * s.correct / s.n);
   int rc = all.max > 1.75L ? 1 : 0;
   rc |= Blocks();
   std::printf("total time %.1f s; %s\n", timer.Seconds(), rc ? "FAILED" : "all checks passed");
