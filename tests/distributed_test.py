@@ -64,6 +64,19 @@ class MirroredTest(device_util.DeviceTestCase):
             rows = {r.tobytes() for f in feats for r in f}
             self.assertLen(rows, GLOBAL)
 
+    def test_first_sample_is_a_constant_per_replica(self):
+        """Each replica's first_sample is known when its step is traced: a Python int, so the
+        GPU kernels' host-memory input costs no device-to-host copy in any step."""
+        firsts = []
+
+        def replica_fn():
+            firsts.append(data.replica_shard(GLOBAL)[0])
+            return data.sharded(gen, GLOBAL)(tf.constant(0, tf.int64))
+
+        self.strategy.run(tf.function(replica_fn))
+        self.assertEqual(sorted(firsts), [0, GLOBAL // 2])
+        self.assertTrue(all(isinstance(f, int) for f in firsts), firsts)
+
     def test_host_pipeline_from_input_context(self):
         ds = data.distributed_host_dataset(self.strategy, gen, GLOBAL, start_step=3)
         it = iter(ds)

@@ -55,9 +55,11 @@ def compile_(m, spe=1, jit=False):
     return m
 
 
-def count_htod(logdir):
-    """(events, bytes) of host-to-device memcpys on GPU planes in the profile."""
+def count_copies(logdir):
+    """(host-to-device events, their bytes, the largest copies in either direction) from the
+    GPU planes of the profile: [(bytes in all, count, "HtoD"/"DtoH", bytes each, the op)]."""
     events = total = 0
+    by_kind = {}
     for path in glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True):
         space = xplane_pb2.XSpace()
         with open(path, "rb") as f:
@@ -70,15 +72,27 @@ def count_htod(logdir):
             for line in plane.lines:
                 for ev in line.events:
                     name = names.get(ev.metadata_id, "")
-                    if "MemcpyHtoD" not in name and "HtoD" not in name:
+                    direction = (
+                        "HtoD" if "HtoD" in name or "H2D" in name else "DtoH" if "DtoH" in name or "D2H" in name else ""
+                    )
+                    if not direction:
                         continue
-                    events += 1
+                    nbytes, op = 0, ""
                     for st in list(ev.stats) + list(plane.event_metadata[ev.metadata_id].stats):
-                        if stat_names.get(st.metadata_id) == "memcpy_details":
+                        stat = stat_names.get(st.metadata_id)
+                        if stat == "memcpy_details":
                             for part in st.str_value.split():
                                 if part.startswith("num_bytes:"):
-                                    total += int(part.split(":")[1])
-    return events, total
+                                    nbytes = int(part.split(":")[1])
+                        elif stat in ("tf_op", "hlo_op", "kernel_details") and st.str_value:
+                            op = op or st.str_value[:80]
+                    if direction == "HtoD":
+                        events += 1
+                        total += nbytes
+                    key = (direction, nbytes, op)
+                    by_kind[key] = by_kind.get(key, 0) + 1
+    largest = sorted(((b * n, n, d, b, op) for (d, b, op), n in by_kind.items()), reverse=True)[:8]
+    return events, total, largest
 
 
 def pcie_per_step(model, dataset, steps_per_call, seconds=6.0):
@@ -124,7 +138,7 @@ def profile(name, model, dataset, spe):
     tf.profiler.experimental.start(logdir)
     model.fit(dataset, epochs=1, steps_per_epoch=max(STEPS, spe), verbose=0)
     tf.profiler.experimental.stop()
-    ev, nbytes = count_htod(logdir)
+    ev, nbytes, largest = count_copies(logdir)
     row = dict(
         path=name,
         steps_per_execution=spe,
@@ -134,6 +148,7 @@ def profile(name, model, dataset, spe):
         batch_bytes=BATCH_BYTES,
         trace_htod_events=ev,
         trace_htod_bytes=nbytes,
+        trace_largest_copies=largest,
     )
     print(json.dumps(row), flush=True)
     return row

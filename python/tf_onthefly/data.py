@@ -149,6 +149,13 @@ def replica_shard(global_batch_size: int):
         raise ValueError(f"global_batch_size {global_batch_size} is not divisible by the {replicas} replicas in sync")
     per_replica = global_batch_size // replicas
     replica = ctx.replica_id_in_sync_group if ctx is not None else 0
+    static = tf.get_static_value(replica)
+    if static is not None:
+        # Known when the step is traced (MirroredStrategy: a constant per replica): a Python
+        # int, so first_sample (a host-memory input of the GPU kernels) is a host constant.
+        # Computed from the replica id on the GPU it would cost a device-to-host copy and a
+        # wait every step (two per step on two replicas, counted on the H200).
+        return int(static) * per_replica, per_replica
     first = tf.cast(replica, tf.int64) * per_replica
     return first, per_replica
 
