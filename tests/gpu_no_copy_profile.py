@@ -1,6 +1,6 @@
 """Counts host<->device traffic in steady-state training steps (run on a GPU machine).
 
-    python3 tests/gpu_no_copy_profile.py [--mirrored]
+    python3 tests/gpu_no_copy_profile.py [--mirrored [--spe=1,64]]
 
 Trains the same small model several ways and, for each, measures what crosses between host
 and device per step, counted by the GPU itself: NVML's PCIe RX (host to device) and TX
@@ -210,7 +210,8 @@ def mirrored():
     shard = data.sharded(lambda step, **s: tf_onthefly.teacher_task(BATCH, DIM, seed=1, step=step, **s), BATCH)
     ticks = data.device_dataset(ticks_per_step=2)
     rows = {}
-    for spe in [1, 64]:
+    chosen = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--spe=")]
+    for spe in [int(x) for x in chosen[0].split(",")] if chosen else [1, 64]:
         with strategy.scope():
             const_model = compile_(
                 data.GeneratorModel(
