@@ -8,6 +8,7 @@ import tensorflow as tf
 import tf_onthefly
 
 import device_util
+import generator_contract
 
 
 @device_util.DeviceTestCase.require_xla
@@ -29,6 +30,14 @@ class XlaTest(device_util.DeviceTestCase):
         )
         with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "must be a compile-time constant"):
             random_first()
+
+    def test_large_call_equals_tf_kernel(self):
+        """Calls above the Host handler's serial threshold (256 KiB of outputs) are shared
+        over XLA's intra-op threads in chunks of rows (the last one ragged here); the result is
+        the TF kernel's, bit for bit."""
+        for rows, fd, dist in [(4099, 64, "uniform"), (1031, 257, "normal")]:
+            make = lambda: tf_onthefly.random_batch(rows, fd, seed=[3, 4], step=5, distribution=dist)  # noqa: E731
+            generator_contract.assert_bits_equal(self, tf.function(make, jit_compile=True)(), make(), msg=dist)
 
     def test_bad_first_sample_refused_when_compiling(self):
         f = tf.function(

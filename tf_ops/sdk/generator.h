@@ -169,7 +169,7 @@ struct HasSampleCpu<Gen, std::void_t<decltype(Gen::GenerateSampleCpu(
                              std::declval<const SampleOutputs&>()))>> : std::true_type {};
 
 // Rows [begin, end) of a call on the CPU, with the call's stream keys (StreamKey of every
-// stream). The TF kernel shards rows over its thread pool; the XLA Host handler runs all.
+// stream). The TF kernel shards rows over its thread pool, the XLA Host handler over XLA's.
 template <typename Gen>
 void FillRowsCpu(const typename Gen::Params& p, const CallGeometry& g, const PhiloxKey* keys,
                  int64_t begin, int64_t end) {

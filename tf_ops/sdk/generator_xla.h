@@ -11,7 +11,12 @@
 #ifndef TF_ONTHEFLY_SDK_GENERATOR_XLA_H_
 #define TF_ONTHEFLY_SDK_GENERATOR_XLA_H_
 
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -72,22 +77,63 @@ ffi::Error ParamsOf(ffi::Span<const int8_t> bytes, typename Gen::Params* p) {
   return ffi::Error::Success();
 }
 
-// "Host": the TF CPU kernel's loop, on the calling thread, in IEEE arithmetic.
+// Rows of one Host call in chunks, taken in turn by the calling thread and by tasks on
+// XLA's intra-op thread pool. The caller can finish every chunk alone, so a busy or absent
+// pool never blocks it; a task that starts after the last chunk was taken only drops its
+// reference to this state (hence shared ownership).
 template <typename Gen>
-ffi::Error RunHost(ffi::AnyBuffer seed, ffi::AnyBuffer step, ffi::RemainingRets rets,
-                   int64_t first_sample, ffi::Span<const int8_t> params, std::string_view) {
-  typename Gen::Params p;
+struct HostRows {
+  typename Gen::Params p{};
   CallGeometry g{};
-  if (auto e = ParamsOf<Gen>(params, &p); e.failure()) return e;
+  PhiloxKey keys[Gen::kNumStreams] = {};
+  int64_t chunk_rows = 1, chunks = 1;
+  std::atomic<int64_t> next{0}, done{0};
+  std::mutex mu;
+  std::condition_variable all_done;
+
+  void Work() {
+    ScopedIeeeSubnormals ieee;  // per thread: the floating-point mode is a thread's own
+    for (int64_t c = next.fetch_add(1); c < chunks; c = next.fetch_add(1)) {
+      const int64_t begin = c * chunk_rows;
+      FillRowsCpu<Gen>(p, g, keys, begin, std::min(g.num_samples, begin + chunk_rows));
+      if (done.fetch_add(1) + 1 == chunks) {
+        std::lock_guard<std::mutex> lock(mu);
+        all_done.notify_all();
+      }
+    }
+  }
+};
+
+// Below this many output bytes a call runs on the calling thread alone: scheduling costs
+// more than it saves.
+constexpr int64_t kHostParallelBytes = int64_t{1} << 18;
+
+// "Host": the TF CPU kernel's loop in IEEE arithmetic, its rows shared out over XLA's
+// intra-op threads as the TF kernel shares them over TensorFlow's.
+template <typename Gen>
+ffi::Error RunHost(ffi::ThreadPool pool, ffi::AnyBuffer seed, ffi::AnyBuffer step,
+                   ffi::RemainingRets rets, int64_t first_sample, ffi::Span<const int8_t> params,
+                   std::string_view) {
+  auto rows = std::make_shared<HostRows<Gen>>();
+  CallGeometry& g = rows->g;
+  if (auto e = ParamsOf<Gen>(params, &rows->p); e.failure()) return e;
   if (auto e = Geometry(rets, first_sample, &g); e.failure()) return e;
   if (g.num_samples == 0) return ffi::Error::Success();
   const SeedAndStep in{static_cast<const int64_t*>(seed.untyped_data()),
                        static_cast<int64_t>(seed.element_count()),
                        static_cast<const int64_t*>(step.untyped_data())};
-  PhiloxKey keys[Gen::kNumStreams];
-  for (int s = 0; s < Gen::kNumStreams; ++s) keys[s] = StreamKey(in, s);
-  ScopedIeeeSubnormals ieee;
-  FillRowsCpu<Gen>(p, g, keys, 0, g.num_samples);
+  for (int s = 0; s < Gen::kNumStreams; ++s) rows->keys[s] = StreamKey(in, s);
+  int64_t bytes = 0;
+  for (int i = 0; i < kMaxOutputs; ++i) bytes += g.sample_bytes[i] * g.num_samples;
+  const int64_t threads = bytes < kHostParallelBytes ? 1 : std::max<int64_t>(1, pool.num_threads());
+  rows->chunks = std::min(g.num_samples, 4 * threads);  // a few per thread, for balance
+  rows->chunk_rows = (g.num_samples + rows->chunks - 1) / rows->chunks;
+  rows->chunks = (g.num_samples + rows->chunk_rows - 1) / rows->chunk_rows;
+  for (int64_t t = 1; t < std::min(threads, rows->chunks); ++t)
+    pool.Schedule([rows] { rows->Work(); });
+  rows->Work();
+  std::unique_lock<std::mutex> lock(rows->mu);
+  rows->all_done.wait(lock, [&] { return rows->done.load() == rows->chunks; });
   return ffi::Error::Success();
 }
 
@@ -114,9 +160,10 @@ ffi::Error RunCuda(cudaStream_t stream, ffi::AnyBuffer seed, ffi::AnyBuffer step
 template <typename Gen>
 XLA_FFI_Error* HostHandler(XLA_FFI_CallFrame* frame) {
   static auto* handler = ffi::Ffi::Bind()
-                             .Arg<ffi::AnyBuffer>()  // seed, int64 [] or [2]
-                             .Arg<ffi::AnyBuffer>()  // step, int64 []
-                             .RemainingRets()        // the op's outputs
+                             .Ctx<ffi::ThreadPool>()  // XLA's intra-op threads
+                             .Arg<ffi::AnyBuffer>()   // seed, int64 [] or [2]
+                             .Arg<ffi::AnyBuffer>()   // step, int64 []
+                             .RemainingRets()         // the op's outputs
                              .Attr<int64_t>("first_sample")
                              .Attr<ffi::Span<const int8_t>>("params")
                              .Attr<std::string_view>("op")
