@@ -13,11 +13,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstring>
-#include <memory>
-#include <mutex>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -80,7 +78,9 @@ ffi::Error ParamsOf(ffi::Span<const int8_t> bytes, typename Gen::Params* p) {
 // Rows of one Host call in chunks, taken in turn by the calling thread and by tasks on
 // XLA's intra-op thread pool. The caller can finish every chunk alone, so a busy or absent
 // pool never blocks it; a task that starts after the last chunk was taken only drops its
-// reference to this state (hence shared ownership).
+// reference to this state. (A reference count and a yielding wait rather than shared_ptr and
+// condition_variable: with gcc 12's headers those import GLIBC_2.32 and GLIBCXX_3.4.30, past
+// the wheel's manylinux_2_24 promise, docs/packaging.md.)
 template <typename Gen>
 struct HostRows {
   typename Gen::Params p{};
@@ -88,19 +88,18 @@ struct HostRows {
   PhiloxKey keys[Gen::kNumStreams] = {};
   int64_t chunk_rows = 1, chunks = 1;
   std::atomic<int64_t> next{0}, done{0};
-  std::mutex mu;
-  std::condition_variable all_done;
+  std::atomic<int> refs{1};
 
   void Work() {
     ScopedIeeeSubnormals ieee;  // per thread: the floating-point mode is a thread's own
     for (int64_t c = next.fetch_add(1); c < chunks; c = next.fetch_add(1)) {
       const int64_t begin = c * chunk_rows;
       FillRowsCpu<Gen>(p, g, keys, begin, std::min(g.num_samples, begin + chunk_rows));
-      if (done.fetch_add(1) + 1 == chunks) {
-        std::lock_guard<std::mutex> lock(mu);
-        all_done.notify_all();
-      }
+      done.fetch_add(1);
     }
+  }
+  void Release() {
+    if (refs.fetch_sub(1) == 1) delete this;
   }
 };
 
@@ -114,14 +113,17 @@ template <typename Gen>
 ffi::Error RunHost(ffi::ThreadPool pool, ffi::AnyBuffer seed, ffi::AnyBuffer step,
                    ffi::RemainingRets rets, int64_t first_sample, ffi::Span<const int8_t> params,
                    std::string_view) {
-  auto rows = std::make_shared<HostRows<Gen>>();
-  CallGeometry& g = rows->g;
-  if (auto e = ParamsOf<Gen>(params, &rows->p); e.failure()) return e;
+  typename Gen::Params p;
+  CallGeometry g{};
+  if (auto e = ParamsOf<Gen>(params, &p); e.failure()) return e;
   if (auto e = Geometry(rets, first_sample, &g); e.failure()) return e;
   if (g.num_samples == 0) return ffi::Error::Success();
   const SeedAndStep in{static_cast<const int64_t*>(seed.untyped_data()),
                        static_cast<int64_t>(seed.element_count()),
                        static_cast<const int64_t*>(step.untyped_data())};
+  auto* rows = new HostRows<Gen>();
+  rows->p = p;
+  rows->g = g;
   for (int s = 0; s < Gen::kNumStreams; ++s) rows->keys[s] = StreamKey(in, s);
   int64_t bytes = 0;
   for (int i = 0; i < kMaxOutputs; ++i) bytes += g.sample_bytes[i] * g.num_samples;
@@ -129,11 +131,18 @@ ffi::Error RunHost(ffi::ThreadPool pool, ffi::AnyBuffer seed, ffi::AnyBuffer ste
   rows->chunks = std::min(g.num_samples, 4 * threads);  // a few per thread, for balance
   rows->chunk_rows = (g.num_samples + rows->chunks - 1) / rows->chunks;
   rows->chunks = (g.num_samples + rows->chunk_rows - 1) / rows->chunk_rows;
-  for (int64_t t = 1; t < std::min(threads, rows->chunks); ++t)
-    pool.Schedule([rows] { rows->Work(); });
+  for (int64_t t = 1; t < std::min(threads, rows->chunks); ++t) {
+    rows->refs.fetch_add(1);
+    pool.Schedule([rows] {
+      rows->Work();
+      rows->Release();
+    });
+  }
   rows->Work();
-  std::unique_lock<std::mutex> lock(rows->mu);
-  rows->all_done.wait(lock, [&] { return rows->done.load() == rows->chunks; });
+  // What is left are chunks other threads have started: wait for them (at most one chunk's
+  // time), then drop the caller's reference.
+  while (rows->done.load() < rows->chunks) std::this_thread::yield();
+  rows->Release();
   return ffi::Error::Success();
 }
 
