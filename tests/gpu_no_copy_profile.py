@@ -58,7 +58,6 @@ def compile_(m, spe=1, jit=False):
 def count_copies(logdir):
     """(host-to-device events, their bytes, the largest copies in either direction) from the
     GPU planes of the profile: [(bytes in all, count, "HtoD"/"DtoH", bytes each, the op)]."""
-    events = total = 0
     by_kind = {}
     for path in glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True):
         space = xplane_pb2.XSpace()
@@ -86,13 +85,11 @@ def count_copies(logdir):
                                     nbytes = int(part.split(":")[1])
                         elif stat in ("tf_op", "hlo_op", "kernel_details") and st.str_value:
                             op = op or st.str_value[:80]
-                    if direction == "HtoD":
-                        events += 1
-                        total += nbytes
                     key = (direction, nbytes, op)
                     by_kind[key] = by_kind.get(key, 0) + 1
+    htod = [(b, n) for (d, b, _), n in by_kind.items() if d == "HtoD"]
     largest = sorted(((b * n, n, d, b, op) for (d, b, op), n in by_kind.items()), reverse=True)[:8]
-    return events, total, largest
+    return sum(n for _, n in htod), sum(b * n for b, n in htod), largest
 
 
 def pcie_per_step(model, dataset, steps_per_call, seconds=6.0):

@@ -162,17 +162,16 @@ bool CpuHasAvx2Fma() {
 // vcvtps2ph's rounding comes from its immediate, not MXCSR; it makes subnormal halves
 // whatever MXCSR.FTZ says, and its inputs here are never float32 subnormals the DAZ bit
 // could zero (and every CPU generator runs with IEEE subnormals anyway, float_env.h).
+// Converts the values of whole groups of eight; returns how many it converted.
 template <int kRounding>
-__attribute__((target("avx,f16c"))) void Float16F16c(const float* src, int64_t n, uint16_t* dst) {
+__attribute__((target("avx,f16c"))) int64_t Float16F16c(const float* src, int64_t n,
+                                                        uint16_t* dst) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), kRounding | _MM_FROUND_NO_EXC);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
   }
-  for (; i < n; ++i) {
-    dst[i] = kRounding == _MM_FROUND_TO_NEG_INF ? ToFloat16Bits<Rounding::kDown>(src[i])
-                                                : ToFloat16Bits<Rounding::kNearestEven>(src[i]);
-  }
+  return i;
 }
 
 bool CpuHasF16c() {
@@ -201,13 +200,14 @@ void NormalFloatBlocks(PhiloxKey key, uint64_t sample, uint32_t first_block, int
 }
 
 void Float32ToFloat16(const float* src, int64_t n, bool round_down, uint16_t* dst) {
+  int64_t i = 0;  // what F16C converted; the integer code does the rest
 #if defined(OTF_HAVE_AVX2_PATH)
   if (CpuHasF16c()) {
-    return round_down ? Float16F16c<_MM_FROUND_TO_NEG_INF>(src, n, dst)
-                      : Float16F16c<_MM_FROUND_TO_NEAREST_INT>(src, n, dst);
+    i = round_down ? Float16F16c<_MM_FROUND_TO_NEG_INF>(src, n, dst)
+                   : Float16F16c<_MM_FROUND_TO_NEAREST_INT>(src, n, dst);
   }
 #endif
-  for (int64_t i = 0; i < n; ++i) {
+  for (; i < n; ++i) {
     dst[i] = round_down ? ToFloat16Bits<Rounding::kDown>(src[i])
                         : ToFloat16Bits<Rounding::kNearestEven>(src[i]);
   }
