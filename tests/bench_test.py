@@ -17,13 +17,16 @@ class BenchTest(device_util.DeviceTestCase):
     def test_every_path_mode_and_outputs(self):
         gpu = device_util.device() == "gpu"
         lines = []
-        table = bench.run(["seed"], bench.PATHS, bench.MODES, [False], gpu, seconds=0.03, progress=lines.append)
+        table = bench.run(
+            ["seed"], bench.PATHS, bench.MODES, [False], gpu, seconds=0.03, repeats=2, progress=lines.append
+        )
         rows = len(bench.PATHS) * len(bench.MODES)
         self.assertLen(table, rows)
         self.assertLen(lines, rows)  # progress, one line per measurement
         for row in table:
             self.assertGreater(row["steps_per_s"], 0)
             self.assertEqual(row["samples_per_s"], row["steps_per_s"] * 32)
+            self.assertGreaterEqual(row["spread"], 0)  # two rounds: the median of two rates
             if row["path"] == "constant":
                 self.assertEqual(row["vs_constant"], 1.0)
         out = tempfile.mkdtemp()

@@ -7,6 +7,8 @@
 #   bash tools/gpu_session.sh tests [NAME...]   # test files (default: every one) with --test_device=gpu
 #   bash tools/gpu_session.sh smoke      # the wheel's smoke test (tests/wheel_smoke.py)
 #   bash tools/gpu_session.sh steps      # per-step cost: op_cost, bench rows, PCIe traffic
+#   bash tools/gpu_session.sh trace      # where a graph-loop step's time goes, path by path;
+#                                        # PCIe traffic under MirroredStrategy
 #   bash tools/gpu_session.sh rates      # rates with peers, op timelines
 #   bash tools/gpu_session.sh sanitize   # compute-sanitizer memcheck/racecheck, the demo
 # Logs go to $OUT (the device tool brings them back).
@@ -55,6 +57,14 @@ case "${1:-tests}" in
     with $new timeout 200 python3 tests/gpu_no_copy_profile.py --mirrored > "$OUT/no_copy_mirrored.log" 2>&1
     grep -E "beyond|no batch bytes" "$OUT/no_copy.log" "$OUT/no_copy_mirrored.log" >> "$S"
     for f in bench_old bench_seed bench_wide_cnn; do grep -E "^\S+ +[0-9]+ (fit|loop)" "$OUT/$f.log" >> "$S"; done
+    ;;
+  trace)
+    for jit in "" --jit; do
+      with $new timeout 240 python3 tools/step_timeline.py $jit >> "$OUT/step_timeline.log" 2>>"$OUT/trace.err"
+    done
+    grep -E "^==|against" "$OUT/step_timeline.log" >> "$S"
+    with $new timeout 240 python3 tests/gpu_no_copy_profile.py --mirrored --spe=1 > "$OUT/no_copy_mirrored.log" 2>&1
+    grep -E "beyond|^\{" "$OUT/no_copy_mirrored.log" | cut -c1-400 >> "$S"
     ;;
   smoke)
     (cd /tmp && with $new python3 -m tf_onthefly.info && with $new python3 "$OLDPWD/tests/wheel_smoke.py" --any-location) \

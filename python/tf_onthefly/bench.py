@@ -25,7 +25,8 @@ one run:
                     op is compiled with it)
 
 and prints steps/s, samples/s, the speed against the constant batch of the same mode
-and jit setting, and the input rate in GB/s; writes bench.json and bench.png to --out.
+and jit setting, and the input rate in GB/s (medians of --repeats rounds, the paths timed
+in turn); writes bench.json and bench.png to --out.
 `profile_input()` (and `--profile=module:function`) answers the question for your own
 pipeline.
 """
@@ -54,6 +55,9 @@ flags.DEFINE_list("paths", PATHS, "Input paths to run.")
 flags.DEFINE_list("modes", MODES, "Execution modes to run.")
 flags.DEFINE_list("jit", [], "XLA settings to run, of off,on (default: off on a CPU, off,on on a GPU).")
 flags.DEFINE_float("seconds", 0.0, "Timed seconds per measurement (0: 1 on a CPU, 2 on a GPU).")
+flags.DEFINE_integer(
+    "repeats", 0, "Rounds of measurements, paths in turn; rows report medians (0: 1 on a CPU, 3 on a GPU)."
+)
 flags.DEFINE_string("profile", "", "module:function returning (dataset, train_step): profile your own pipeline.")
 
 
@@ -160,91 +164,109 @@ def _loop_runner(cfg, path, loop_steps, jit):
     return run
 
 
-def measure(run, granule, seconds):
-    """Steps per second of run(steps), without its fixed cost per call.
-
-    run(steps) is traced and warmed up first; then n steps (a multiple of `granule`, the
-    steps of one call, doubled until the call lasts a third of `seconds`) and 2n steps are
-    timed, and the rate is n over the difference: keras fit()'s own set-up per call, which
-    is large next to a small step, cancels out.
-    """
-
-    def timed(steps):
-        t0 = time.perf_counter()
-        run(steps)
-        return time.perf_counter() - t0
-
+def calibrate(run, granule, seconds):
+    """Traces and warms up run(steps); returns n, the steps of one timing: a multiple of
+    `granule` (the steps of one call), doubled until a call of n steps lasts a third of
+    `seconds`."""
     run(granule)  # trace, compile, warm up
     steps = granule
-    while (t_n := timed(steps)) < seconds / 3 and steps < 1 << 24:
+    while _timed(run, steps) < seconds / 3 and steps < 1 << 24:
         steps *= 2
-    t_2n = timed(2 * steps)
+    return steps
+
+
+def rate(run, steps):
+    """Steps per second of run(), without its fixed cost per call: n and 2n steps are
+    timed and the rate is n over the difference, so keras fit()'s own set-up per call,
+    which is large next to a small step, cancels out."""
+    t_n, t_2n = _timed(run, steps), _timed(run, 2 * steps)
     return steps / (t_2n - t_n) if t_2n > 1.1 * t_n else 2 * steps / t_2n
 
 
-def run_row(cfg, path, mode, jit, device, seconds):
-    tf.keras.utils.set_random_seed(0)
-    with tf.device(device):
-        if mode == "loop64":
-            return measure(_loop_runner(cfg, path, 64, jit), 64, seconds)
-        spe = int(mode[len("fit") :])
-        return measure(_fit_runner(cfg, path, spe, jit), spe, seconds)
+def _timed(run, steps):
+    t0 = time.perf_counter()
+    run(steps)
+    return time.perf_counter() - t0
+
+
+def _runner(cfg, path, mode, jit):
+    """(run(steps), granule) of one row."""
+    if mode == "loop64":
+        return _loop_runner(cfg, path, 64, jit), 64
+    spe = int(mode[len("fit") :])
+    return _fit_runner(cfg, path, spe, jit), spe
+
+
+def run(config_names, paths, modes, jits, gpu, seconds, repeats=1, progress=print):
+    """Measures every (config, path, mode, jit); returns the rows (dicts).
+
+    The paths of one (config, mode, jit) are built and calibrated together, then timed
+    `repeats` times in turn (path after path, round after round), so a slow spell of the
+    machine falls on every path alike; a row reports the median rate, and its ratio to
+    the constant batch is the median of the rounds' ratios.
+    """
+    device = "/GPU:0" if gpu else "/CPU:0"
+    all_cfgs = configs(gpu)
+    groups = [(c, m, j) for c in config_names for m in modes for j in jits]
+    total, done, table = len(groups) * len(paths), 0, []
+    for name, mode, jit in groups:
+        cfg, runners = all_cfgs[name], {}
+        for path in paths:
+            if jit and path == "op-in-step" and not _load.HAS_XLA:
+                done += 1
+                progress(
+                    f"[{done}/{total}] {name:5s} {mode:6s} jit=on  {path:15s} skipped: the op library for "
+                    f"TensorFlow {_load.VARIANT['minor']} has no XLA kernels"
+                )
+                continue
+            tf.keras.utils.set_random_seed(0)
+            with tf.device(device):
+                run_path, granule = _runner(cfg, path, mode, jit)
+                runners[path] = run_path, calibrate(run_path, granule, seconds)
+        rates = {path: [] for path in runners}
+        for _ in range(repeats):
+            for path, (run_path, steps) in runners.items():
+                with tf.device(device):
+                    rates[path].append(rate(run_path, steps))
+        for path, samples in rates.items():
+            done += 1
+            base = rates.get("constant")
+            row_rate = float(np.median(samples))
+            table.append(
+                dict(
+                    config=name,
+                    path=path,
+                    mode=mode,
+                    jit=jit,
+                    batch=cfg["batch"],
+                    steps_per_s=row_rate,
+                    samples_per_s=row_rate * cfg["batch"],
+                    input_gb_per_s=row_rate * batch_bytes(cfg) / 1e9,
+                    vs_constant=float(np.median([a / b for a, b in zip(samples, base)])) if base else float("nan"),
+                    spread=float((max(samples) - min(samples)) / row_rate),
+                )
+            )
+            progress(
+                f"[{done}/{total}] {name:5s} {mode:6s} jit={'on' if jit else 'off':3s} {path:15s} "
+                f"{row_rate:10.1f} steps/s"
+            )
+    return table
 
 
 def batch_bytes(cfg):
     return sum(int(np.prod(t.shape)) * t.dtype.size for t in cfg["gen"](tf.constant(0, tf.int64)))
 
 
-def run(config_names, paths, modes, jits, gpu, seconds, progress=print):
-    """Measures every (config, path, mode, jit); returns the rows (dicts)."""
-    device = "/GPU:0" if gpu else "/CPU:0"
-    all_cfgs = configs(gpu)
-    todo = [(c, p, m, j) for c in config_names for m in modes for j in jits for p in paths]
-    table = []
-    for n, (name, path, mode, jit) in enumerate(todo, 1):
-        if jit and path == "op-in-step" and not _load.HAS_XLA:
-            progress(
-                f"[{n}/{len(todo)}] {name:5s} {mode:6s} jit=on  {path:15s} skipped: the op library for "
-                f"TensorFlow {_load.VARIANT['minor']} has no XLA kernels"
-            )
-            continue
-        cfg = all_cfgs[name]
-        rate = run_row(cfg, path, mode, jit, device, seconds)
-        table.append(
-            dict(
-                config=name,
-                path=path,
-                mode=mode,
-                jit=jit,
-                batch=cfg["batch"],
-                steps_per_s=rate,
-                samples_per_s=rate * cfg["batch"],
-                input_gb_per_s=rate * batch_bytes(cfg) / 1e9,
-            )
-        )
-        progress(
-            f"[{n}/{len(todo)}] {name:5s} {mode:6s} jit={'on' if jit else 'off':3s} {path:15s} {rate:10.1f} steps/s"
-        )
-    for row in table:
-        base = [
-            r
-            for r in table
-            if (r["config"], r["mode"], r["jit"], r["path"]) == (row["config"], row["mode"], row["jit"], "constant")
-        ]
-        row["vs_constant"] = row["steps_per_s"] / base[0]["steps_per_s"] if base else float("nan")
-    return table
-
-
 def format_table(table):
     lines = [
         f"{'config':6s} {'batch':>6s} {'mode':6s} {'jit':3s} {'path':15s} {'steps/s':>9s} {'samples/s':>11s} "
-        f"{'vs constant':>11s} {'input GB/s':>10s}"
+        f"{'vs constant':>11s} {'input GB/s':>10s} {'spread':>6s}"
     ]
     for r in table:
         lines.append(
             f"{r['config']:6s} {r['batch']:6d} {r['mode']:6s} {'on' if r['jit'] else 'off':3s} "
             f"{r['path']:15s} {r['steps_per_s']:9.1f} {r['samples_per_s']:11.0f} "
-            f"{r['vs_constant']:10.2f}x {r['input_gb_per_s']:10.3f}"
+            f"{r['vs_constant']:10.2f}x {r['input_gb_per_s']:10.3f} {r['spread']:6.0%}"
         )
     return "\n".join(lines)
 
@@ -361,21 +383,26 @@ def main(argv):
     if gpu and not gpus:
         raise app.UsageError("--device=gpu but TensorFlow sees no GPU")
     seconds = FLAGS.seconds or (2.0 if gpu else 1.0)
+    repeats = FLAGS.repeats or (3 if gpu else 1)
     jits = [j == "on" for j in (FLAGS.jit or (["off", "on"] if gpu else ["off"]))]
     device_name = (
         tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU")
         if gpu
         else f"CPU ({os.cpu_count()} cores)"
     )
-    print(f"tf_onthefly {tf_onthefly.__version__} bench on {device_name}; {seconds:g} s per measurement")
+    print(
+        f"tf_onthefly {tf_onthefly.__version__} bench on {device_name}; {seconds:g} s per measurement, "
+        f"{repeats} round{'s' if repeats > 1 else ''}"
+    )
     t0 = time.perf_counter()
-    table = run(FLAGS.configs, FLAGS.paths, FLAGS.modes, jits, gpu, seconds)
+    table = run(FLAGS.configs, FLAGS.paths, FLAGS.modes, jits, gpu, seconds, repeats)
     print()
     print(format_table(table))
     meta = dict(
         device=device_name,
         tensorflow=tf.__version__,
         seconds=seconds,
+        repeats=repeats,
         date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     )
     write_outputs(table, FLAGS.out, meta)

@@ -1,0 +1,120 @@
+"""Where a training step's time goes, path against path: traces the bench's graph-loop rows.
+
+    python3 tools/step_timeline.py [--config=seed] [--paths=constant,op-in-step,tf-stateless]
+                                   [--calls=4] [--jit] [--top=20]
+
+For each path, builds the bench's loop64 runner (python -m tf_onthefly.bench: one
+tf.function call runs 64 training steps in a graph loop), warms it up, traces `calls` calls
+with the TF profiler (device events need CUPTI) and prints per step:
+  - the wall time, the GPU's busy and idle time, kernels and copies by direction;
+  - the host events (TensorFlow's op annotations, CUDA API calls) summed by name, and
+    for every path after the first, the names whose time per step differs most from the
+    first path's: what the extra time of a path is spent on.
+"""
+
+import argparse
+import collections
+import os
+import re
+import sys
+import tempfile
+import time
+
+import tensorflow as tf
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from op_timeline import events  # noqa: E402
+
+from tf_onthefly import bench  # noqa: E402
+
+LOOP = 64
+
+
+def trace(run, calls):
+    """(wall seconds, events) of `calls` loop calls, traced."""
+    logdir = tempfile.mkdtemp()
+    tf.profiler.experimental.start(logdir)
+    t0 = time.perf_counter()
+    run(LOOP * calls)
+    wall = time.perf_counter() - t0
+    tf.profiler.experimental.stop()
+    return wall, events(logdir)
+
+
+def event_kind(name):
+    """A host event's name without what differs between two models of one shape: an op's
+    annotation ("while/body/.../MatMul:MatMul") becomes its type ("op MatMul")."""
+    name = name.split("<")[0]
+    if ":" in name and "/" in name:
+        return "op " + name.rsplit(":", 1)[1][:50]
+    return re.sub(r"\d+", "#", name)[:60]
+
+
+def summarize(wall, planes, steps):
+    """Per-step numbers of one traced run, and {host event name: us per step}."""
+    gpu = sorted(
+        ((n, s, d) for name, evs in planes.items() if "GPU" in name for line, n, s, d in evs if "Stream" in line),
+        key=lambda e: e[1],
+    )
+    busy, last_end, kinds = 0.0, None, collections.Counter()
+    for name, start, dur in gpu:
+        end = start + dur
+        if last_end is None or start >= last_end:
+            busy += dur
+        elif end > last_end:
+            busy += end - last_end
+        last_end = end if last_end is None else max(last_end, end)
+        kind = "HtoD" if "HtoD" in name else "DtoH" if "DtoH" in name else "DtoD" if "DtoD" in name else "kernel"
+        kinds[kind] += 1
+    span = (last_end - gpu[0][1]) if gpu else 0
+    host = collections.defaultdict(float)
+    for name, evs in planes.items():
+        if "host" in name.lower():
+            for _line, ev, _start, dur in evs:
+                host[event_kind(ev)] += dur / 1e6 / steps
+    row = dict(
+        wall_us=1e6 * wall / steps,
+        gpu_span_us=span / 1e6 / steps,
+        gpu_busy_us=busy / 1e6 / steps,
+        **{f"{k}_per_step": v / steps for k, v in sorted(kinds.items())},
+    )
+    return row, host
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--config", default="seed")
+    ap.add_argument("--paths", default="constant,op-in-step,tf-stateless")
+    ap.add_argument("--calls", type=int, default=4)
+    ap.add_argument("--jit", action="store_true")
+    ap.add_argument("--top", type=int, default=20)
+    args = ap.parse_args()
+    gpu = bool(tf.config.list_physical_devices("GPU"))
+    cfg = bench.configs(gpu)[args.config]
+    steps = LOOP * args.calls
+    results = {}
+    with tf.device("/GPU:0" if gpu else "/CPU:0"):
+        for path in args.paths.split(","):
+            tf.keras.utils.set_random_seed(0)
+            run = bench._loop_runner(cfg, path, LOOP, args.jit)
+            run(LOOP)
+            run(LOOP * args.calls)  # trace, warm up
+            results[path] = summarize(*trace(run, args.calls), steps)
+    first = next(iter(results))
+    for path, (row, host) in results.items():
+        print(
+            f"== {args.config} loop{LOOP} {path}{' jit' if args.jit else ''}: "
+            + ", ".join(f"{k} {v:.1f}" for k, v in row.items())
+        )
+        for name, us in sorted(host.items(), key=lambda kv: -kv[1])[: args.top]:
+            print(f"  host {us:9.1f} us/step  {name}")
+        if path != first:
+            base = results[first][1]
+            diff = {n: host.get(n, 0.0) - base.get(n, 0.0) for n in set(host) | set(base)}
+            print(f"  against {first}: wall {row['wall_us'] - results[first][0]['wall_us']:+.1f} us/step; host events:")
+            for name, us in sorted(diff.items(), key=lambda kv: -abs(kv[1]))[: args.top]:
+                print(f"  diff {us:+9.1f} us/step  {name}")
+
+
+if __name__ == "__main__":
+    main()
