@@ -18,7 +18,7 @@ class BenchTest(device_util.DeviceTestCase):
         gpu = device_util.device() == "gpu"
         lines = []
         table = bench.run(
-            ["seed"], bench.PATHS, bench.MODES, [False], gpu, seconds=0.03, repeats=2, progress=lines.append
+            ["seed"], bench.PATHS, bench.MODES, [False], gpu, seconds=0.03, rounds=2, progress=lines.append
         )
         rows = len(bench.PATHS) * len(bench.MODES)
         self.assertLen(table, rows)
@@ -26,7 +26,7 @@ class BenchTest(device_util.DeviceTestCase):
         for row in table:
             self.assertGreater(row["steps_per_s"], 0)
             self.assertEqual(row["samples_per_s"], row["steps_per_s"] * 32)
-            self.assertGreaterEqual(row["spread"], 0)  # two rounds: the median of two rates
+            self.assertGreaterEqual(row["spread"], 0)  # (fastest - slowest) / median of the two rounds
             if row["path"] == "constant":
                 self.assertEqual(row["vs_constant"], 1.0)
         out = tempfile.mkdtemp()

@@ -25,7 +25,7 @@ one run:
                     op is compiled with it)
 
 and prints steps/s, samples/s, the speed against the constant batch of the same mode
-and jit setting, and the input rate in GB/s (medians of --repeats rounds, the paths timed
+and jit setting, and the input rate in GB/s (medians over --rounds rounds, the paths timed
 in turn); writes bench.json and bench.png to --out.
 `profile_input()` (and `--profile=module:function`) answers the question for your own
 pipeline.
@@ -56,7 +56,7 @@ flags.DEFINE_list("modes", MODES, "Execution modes to run.")
 flags.DEFINE_list("jit", [], "XLA settings to run, of off,on (default: off on a CPU, off,on on a GPU).")
 flags.DEFINE_float("seconds", 0.0, "Timed seconds per measurement (0: 1 on a CPU, 2 on a GPU).")
 flags.DEFINE_integer(
-    "repeats", 0, "Rounds of measurements, paths in turn; rows report medians (0: 1 on a CPU, 3 on a GPU)."
+    "rounds", 0, "Rounds of measurements, paths in turn; rows report medians (0: 1 on a CPU, 3 on a GPU)."
 )
 flags.DEFINE_string("profile", "", "module:function returning (dataset, train_step): profile your own pipeline.")
 
@@ -197,11 +197,11 @@ def _runner(cfg, path, mode, jit):
     return _fit_runner(cfg, path, spe, jit), spe
 
 
-def run(config_names, paths, modes, jits, gpu, seconds, repeats=1, progress=print):
+def run(config_names, paths, modes, jits, gpu, seconds, rounds=1, progress=print):
     """Measures every (config, path, mode, jit); returns the rows (dicts).
 
     The paths of one (config, mode, jit) are built and calibrated together, then timed
-    `repeats` times in turn (path after path, round after round), so a slow spell of the
+    `rounds` times in turn (path after path, round after round), so a slow spell of the
     machine falls on every path alike; a row reports the median rate, and its ratio to
     the constant batch is the median of the rounds' ratios.
     """
@@ -224,7 +224,7 @@ def run(config_names, paths, modes, jits, gpu, seconds, repeats=1, progress=prin
                 run_path, granule = _runner(cfg, path, mode, jit)
                 runners[path] = run_path, calibrate(run_path, granule, seconds)
         rates = {path: [] for path in runners}
-        for _ in range(repeats):
+        for _ in range(rounds):
             for path, (run_path, steps) in runners.items():
                 with tf.device(device):
                     rates[path].append(rate(run_path, steps))
@@ -383,7 +383,7 @@ def main(argv):
     if gpu and not gpus:
         raise app.UsageError("--device=gpu but TensorFlow sees no GPU")
     seconds = FLAGS.seconds or (2.0 if gpu else 1.0)
-    repeats = FLAGS.repeats or (3 if gpu else 1)
+    rounds = FLAGS.rounds or (3 if gpu else 1)
     jits = [j == "on" for j in (FLAGS.jit or (["off", "on"] if gpu else ["off"]))]
     device_name = (
         tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU")
@@ -392,17 +392,17 @@ def main(argv):
     )
     print(
         f"tf_onthefly {tf_onthefly.__version__} bench on {device_name}; {seconds:g} s per measurement, "
-        f"{repeats} round{'s' if repeats > 1 else ''}"
+        f"{rounds} round{'s' if rounds > 1 else ''}"
     )
     t0 = time.perf_counter()
-    table = run(FLAGS.configs, FLAGS.paths, FLAGS.modes, jits, gpu, seconds, repeats)
+    table = run(FLAGS.configs, FLAGS.paths, FLAGS.modes, jits, gpu, seconds, rounds)
     print()
     print(format_table(table))
     meta = dict(
         device=device_name,
         tensorflow=tf.__version__,
         seconds=seconds,
-        repeats=repeats,
+        rounds=rounds,
         date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     )
     write_outputs(table, FLAGS.out, meta)
