@@ -44,9 +44,10 @@ Output `i` has shape `[num_samples] + per-sample shape`, static whenever the siz
 attributes (always). Kernels: CPU (TensorFlow's intra-op thread pool, sharded by rows, IEEE
 subnormals honoured), GPU (one launch on TensorFlow's stream writing straight into the
 outputs; `seed` and `step` read in device memory, so a step kept on the GPU never travels to
-the host) and XLA (`jit_compile`: a custom call to the same code, bit-identical outputs; in
-the op libraries for TensorFlow 2.20 and newer). Not differentiable. An empty shard
-(`num_samples=0`) allocates empty outputs and launches nothing.
+the host) and XLA (`jit_compile`: a custom call to the same code, bit-identical outputs,
+that XLA may record into its CUDA graphs; in the op libraries for TensorFlow 2.20 and
+newer). Not differentiable. An empty shard (`num_samples=0`) allocates empty outputs and
+launches nothing.
 
 **Cap**: one output may hold at most 2^36 bytes (64 GiB); larger requests are refused
 before any allocation.

@@ -167,7 +167,12 @@ void RegisterXlaHandlers(const char* op, std::initializer_list<TypeConstraint> t
   for (const TypeConstraint& t : types)
     absl::StrAppend(&target, ".", tensorflow::DataTypeString(t.type));
   absl::Status status = xla_ffi::RegisterHandler(target, "Host", &xla_ffi::HostHandler<Gen>);
-  status.Update(xla_ffi::RegisterHandler(target, "CUDA", &xla_ffi::CudaHandler<Gen>));
+  // The CUDA handler may be recorded into XLA's command buffers (CUDA graphs): it only
+  // launches its kernel on XLA's stream, touches no memory but its buffers (seed and step
+  // are read on the device) and never queries the stream. A custom call without this trait
+  // splits the graph around it, and each piece then costs the step its own launch.
+  status.Update(xla_ffi::RegisterHandler(target, "CUDA", &xla_ffi::CudaHandler<Gen>,
+                                         XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE));
   status.Update(RegisterXlaTarget(op, XlaGeneratorOp{&ConfigureBytes<Config>, {}}, types, target));
   if (!status.ok())
     LOG(ERROR) << "tf_onthefly: " << op << " will not compile under XLA: " << status;

@@ -117,9 +117,10 @@ bool XlaKernelsAlreadyRegistered() {
 
 namespace xla_ffi {
 absl::Status RegisterHandler(const std::string& target, const char* platform,
-                             XLA_FFI_Handler* handler) {
+                             XLA_FFI_Handler* handler, XLA_FFI_Handler_Traits traits) {
   const XLA_FFI_Api* api = ::xla::ffi::GetXlaFfiApi();
-  XLA_FFI_Error* err = ::xla::ffi::Ffi::RegisterStaticHandler(api, target, platform, handler);
+  XLA_FFI_Error* err =
+      ::xla::ffi::Ffi::RegisterStaticHandler(api, target, platform, handler, traits);
   if (err == nullptr) return absl::OkStatus();
   const std::string message = ::xla::ffi::internal::GetErrorMessage(api, err);
   ::xla::ffi::internal::DestroyError(api, err);

@@ -196,8 +196,10 @@ XLA_FFI_Error* CudaHandler(XLA_FFI_CallFrame* frame) {
   return handler->Call(frame);
 }
 
+// traits: XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE for a handler XLA may record
+// into a CUDA graph with the fusions around it (RegisterXlaHandlers says why ours may).
 absl::Status RegisterHandler(const std::string& target, const char* platform,
-                             XLA_FFI_Handler* handler);
+                             XLA_FFI_Handler* handler, XLA_FFI_Handler_Traits traits = 0);
 }  // namespace xla_ffi
 
 }  // namespace sdk
