@@ -7,8 +7,8 @@
 #   bash tools/gpu_session.sh tests [NAME...]   # test files (default: every one) with --test_device=gpu
 #   bash tools/gpu_session.sh smoke      # the wheel's smoke test (tests/wheel_smoke.py)
 #   bash tools/gpu_session.sh steps      # per-step cost: op_cost, bench rows, PCIe traffic
-#   bash tools/gpu_session.sh trace      # where a graph-loop step's time goes, path by path;
-#                                        # PCIe traffic under MirroredStrategy
+#   bash tools/gpu_session.sh trace      # where a step's time goes, path by path (step_timeline)
+#   bash tools/gpu_session.sh mirrored   # PCIe traffic and copies under MirroredStrategy
 #   bash tools/gpu_session.sh rates      # rates with peers, op timelines
 #   bash tools/gpu_session.sh sanitize   # compute-sanitizer memcheck/racecheck, the demo
 # Logs go to $OUT (the device tool brings them back).
@@ -17,13 +17,14 @@ OUT=${OUT:-/tmp/otf-out}; mkdir -p "$OUT"
 . .devtf/extras/env.sh
 export PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=2
 new=/tmp/otf old=/tmp/otf_old
-if [ ! -d $old/tf_onthefly ]; then
+if [ ! -d $new/tf_onthefly ]; then
   python3 -m pip install -q --no-index --no-deps --target $new $(ls .devtf/artifacts/tf_onthefly-*.whl | grep -v baseline)
-  if ls .devtf/artifacts/baseline-*.whl >/dev/null 2>&1; then
-    mkdir -p $old/tf_onthefly && cp -r $new/tf_onthefly/. $old/tf_onthefly/
-    python3 -c "import sys, zipfile; open(sys.argv[2], 'wb').write(zipfile.ZipFile(sys.argv[1]).read('tf_onthefly/_tf_onthefly_ops.so'))" \
-      .devtf/artifacts/baseline-*.whl $old/tf_onthefly/_tf_onthefly_ops.so
-  fi
+fi
+if [ ! -d $old/tf_onthefly ] && ls .devtf/artifacts/baseline-*.whl >/dev/null 2>&1; then
+  # The baseline's op libraries under today's Python package: the two differ only there.
+  # (pip refuses the renamed file; a wheel is a zip of what it installs)
+  python3 -m zipfile -e .devtf/artifacts/baseline-*.whl $old
+  cp $new/tf_onthefly/*.py $old/tf_onthefly/
 fi
 S=$OUT/summary.txt
 with() { local pkg=$1; shift; PYTHONPATH=$pkg:$PYTHONPATH "$@"; }
@@ -59,10 +60,16 @@ case "${1:-tests}" in
     for f in bench_old bench_seed bench_wide_cnn; do grep -E "^\S+ +[0-9]+ (fit|loop)" "$OUT/$f.log" >> "$S"; done
     ;;
   trace)
-    for jit in "" --jit; do
-      with $new timeout 240 python3 tools/step_timeline.py $jit >> "$OUT/step_timeline.log" 2>>"$OUT/trace.err"
+    for pkg in $old $new; do
+      [ -d $pkg ] || continue
+      for spec in "--mode=fit64 --jit" "--mode=loop64 --jit" "--mode=loop64"; do
+        echo "== $pkg $spec" >> "$OUT/step_timeline.log"
+        with $pkg timeout 240 python3 tools/step_timeline.py $spec >> "$OUT/step_timeline.log" 2>>"$OUT/trace.err"
+      done
     done
     grep -E "^==|against" "$OUT/step_timeline.log" >> "$S"
+    ;;
+  mirrored)
     with $new timeout 240 python3 tests/gpu_no_copy_profile.py --mirrored --spe=1 > "$OUT/no_copy_mirrored.log" 2>&1
     grep -E "beyond|^\{" "$OUT/no_copy_mirrored.log" | cut -c1-400 >> "$S"
     ;;

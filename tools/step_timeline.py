@@ -1,11 +1,12 @@
-"""Where a training step's time goes, path against path: traces the bench's graph-loop rows.
+"""Where a training step's time goes, path against path: traces the bench's rows.
 
-    python3 tools/step_timeline.py [--config=seed] [--paths=constant,op-in-step,tf-stateless]
-                                   [--calls=4] [--jit] [--top=20]
+    python3 tools/step_timeline.py [--config=seed] [--mode=loop64] [--jit]
+                                   [--paths=constant,op-in-step,tf-stateless] [--calls=4] [--top=20]
 
-For each path, builds the bench's loop64 runner (python -m tf_onthefly.bench: one
-tf.function call runs 64 training steps in a graph loop), warms it up, traces `calls` calls
-with the TF profiler (device events need CUPTI) and prints per step:
+For each path, builds the bench's runner of that mode (python -m tf_onthefly.bench; loop64:
+one tf.function call runs 64 training steps in a graph loop; fitN: model.fit with
+steps_per_execution=N), warms it up, traces `calls` executions with the TF profiler (device
+events need CUPTI) and prints per step:
   - the wall time, the GPU's busy and idle time, kernels and copies by direction;
   - the host events (TensorFlow's op annotations, CUDA API calls) summed by name, and
     for every path after the first, the names whose time per step differs most from the
@@ -27,15 +28,13 @@ from op_timeline import events  # noqa: E402
 
 from tf_onthefly import bench  # noqa: E402
 
-LOOP = 64
 
-
-def trace(run, calls):
-    """(wall seconds, events) of `calls` loop calls, traced."""
+def trace(run, steps):
+    """(wall seconds, events) of run(steps), traced."""
     logdir = tempfile.mkdtemp()
     tf.profiler.experimental.start(logdir)
     t0 = time.perf_counter()
-    run(LOOP * calls)
+    run(steps)
     wall = time.perf_counter() - t0
     tf.profiler.experimental.stop()
     return wall, events(logdir)
@@ -84,6 +83,7 @@ def summarize(wall, planes, steps):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", default="seed")
+    ap.add_argument("--mode", default="loop64", choices=bench.MODES)
     ap.add_argument("--paths", default="constant,op-in-step,tf-stateless")
     ap.add_argument("--calls", type=int, default=4)
     ap.add_argument("--jit", action="store_true")
@@ -91,19 +91,20 @@ def main():
     args = ap.parse_args()
     gpu = bool(tf.config.list_physical_devices("GPU"))
     cfg = bench.configs(gpu)[args.config]
-    steps = LOOP * args.calls
     results = {}
+    trace(lambda steps: tf.constant(steps) + 1, 1)  # the profiler's own start-up, traced away
     with tf.device("/GPU:0" if gpu else "/CPU:0"):
         for path in args.paths.split(","):
             tf.keras.utils.set_random_seed(0)
-            run = bench._loop_runner(cfg, path, LOOP, args.jit)
-            run(LOOP)
-            run(LOOP * args.calls)  # trace, warm up
-            results[path] = summarize(*trace(run, args.calls), steps)
+            run, granule = bench._runner(cfg, path, args.mode, args.jit)
+            steps = granule * args.calls
+            run(granule)
+            run(steps)  # trace, warm up
+            results[path] = summarize(*trace(run, steps), steps)
     first = next(iter(results))
     for path, (row, host) in results.items():
         print(
-            f"== {args.config} loop{LOOP} {path}{' jit' if args.jit else ''}: "
+            f"== {args.config} {args.mode} {path}{' jit' if args.jit else ''}: "
             + ", ".join(f"{k} {v:.1f}" for k, v in row.items())
         )
         for name, us in sorted(host.items(), key=lambda kv: -kv[1])[: args.top]:

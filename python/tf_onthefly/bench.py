@@ -244,6 +244,7 @@ def run(config_names, paths, modes, jits, gpu, seconds, rounds=1, progress=print
                     input_gb_per_s=row_rate * batch_bytes(cfg) / 1e9,
                     vs_constant=float(np.median([a / b for a, b in zip(samples, base)])) if base else float("nan"),
                     spread=float((max(samples) - min(samples)) / row_rate),
+                    rounds=[float(r) for r in samples],
                 )
             )
             progress(
