@@ -5,6 +5,7 @@ import tempfile
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.framework import config as tf_config  # disable_op_determinism
 
 import tf_onthefly
 from tf_onthefly import data, models
@@ -77,27 +78,39 @@ class TrainingPathsTest(device_util.DeviceTestCase):
                 self.assertEqual(int(m.data_step.numpy()), 3)
 
 
+def fit(model, epochs, callbacks=(), initial_epoch=0, steps=10):
+    return model.fit(
+        data.device_dataset(),
+        epochs=epochs,
+        steps_per_epoch=steps,
+        verbose=0,
+        callbacks=list(callbacks),
+        initial_epoch=initial_epoch,
+    )
+
+
+class Interrupt(tf.keras.callbacks.Callback):
+    """Stops fit() after the second epoch, as a preemption would."""
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == 1:
+            raise RuntimeError("simulated preemption")
+
+
 class ResumeTest(device_util.DeviceTestCase):
     def setUp(self):
         super().setUp()
+        # Bit-exact weights need deterministic kernels. Keras turns XLA off while this is on,
+        # and it is process-wide: XlaFitTest runs without it.
         tf.config.experimental.enable_op_determinism()
-
-    def _fit(self, model, epochs, callbacks=(), initial_epoch=0, steps=10):
-        return model.fit(
-            data.device_dataset(),
-            epochs=epochs,
-            steps_per_epoch=steps,
-            verbose=0,
-            callbacks=list(callbacks),
-            initial_epoch=initial_epoch,
-        )
+        self.addCleanup(tf_config.disable_op_determinism)
 
     def test_checkpoint_resume_is_exact(self):
         full = compile_(data.GeneratorModel(make_model(), teacher))
-        self._fit(full, 4)
+        fit(full, 4)
 
         first = compile_(data.GeneratorModel(make_model(), teacher))
-        self._fit(first, 2)
+        fit(first, 2)
         path = tf.train.Checkpoint(model=first, optimizer=first.optimizer).save(
             os.path.join(tempfile.mkdtemp(), "ckpt")
         )
@@ -109,26 +122,21 @@ class ResumeTest(device_util.DeviceTestCase):
         # the next batch is the uninterrupted run's batch 20, tensor for tensor
         for a, b in zip(teacher(tf.constant(20, tf.int64)), resumed.generator(tf.convert_to_tensor(resumed.data_step))):
             self.assertAllEqual(a, b)
-        self._fit(resumed, 4, initial_epoch=2)
+        fit(resumed, 4, initial_epoch=2)
         self.assertEqual(int(resumed.data_step.numpy()), 40)
         for a, b in zip(full.get_weights(), resumed.get_weights()):
             self.assertAllEqual(a, b)  # same batches in the same order: same weights
 
     def test_backup_and_restore_is_exact(self):
         full = compile_(data.GeneratorModel(make_model(), teacher))
-        self._fit(full, 4)
-
-        class Interrupt(tf.keras.callbacks.Callback):
-            def on_epoch_end(self, epoch, logs=None):
-                if epoch == 1:
-                    raise RuntimeError("simulated preemption")
+        fit(full, 4)
 
         backup = tf.keras.callbacks.BackupAndRestore(tempfile.mkdtemp())
         model = compile_(data.GeneratorModel(make_model(), teacher))
         with self.assertRaisesRegex(RuntimeError, "simulated preemption"):
-            self._fit(model, 4, callbacks=[backup, Interrupt()])
+            fit(model, 4, callbacks=[backup, Interrupt()])
         model = compile_(data.GeneratorModel(make_model(), teacher))  # a new process, say
-        self._fit(model, 4, callbacks=[backup])
+        fit(model, 4, callbacks=[backup])
         self.assertEqual(int(model.data_step.numpy()), 40)
         for a, b in zip(full.get_weights(), model.get_weights()):
             self.assertAllEqual(a, b)
@@ -140,7 +148,7 @@ class ResumeTest(device_util.DeviceTestCase):
         for spe, unrolled in [(1, 1), (4, 1), (4, 2)]:
             model = compile_(data.GeneratorModel(make_model(), teacher), steps_per_execution=spe)
             model.unrolled_steps_per_execution = unrolled
-            self._fit(model, 3, steps=12)
+            fit(model, 3, steps=12)
             self.assertEqual(int(model.data_step.numpy()), 36)
             weights[spe, unrolled] = model.get_weights()
         for key in [(4, 1), (4, 2)]:
@@ -151,44 +159,16 @@ class ResumeTest(device_util.DeviceTestCase):
         """An interrupted run with steps_per_execution=4 resumes (BackupAndRestore) at the data
         position and weights of an uninterrupted one."""
         full = compile_(data.GeneratorModel(make_model(), teacher), steps_per_execution=4)
-        self._fit(full, 4, steps=12)
-
-        class Interrupt(tf.keras.callbacks.Callback):
-            def on_epoch_end(self, epoch, logs=None):
-                if epoch == 1:
-                    raise RuntimeError("simulated preemption")
+        fit(full, 4, steps=12)
 
         backup = tf.keras.callbacks.BackupAndRestore(tempfile.mkdtemp())
         model = compile_(data.GeneratorModel(make_model(), teacher), steps_per_execution=4)
         with self.assertRaisesRegex(RuntimeError, "simulated preemption"):
-            self._fit(model, 4, callbacks=[backup, Interrupt()], steps=12)
+            fit(model, 4, callbacks=[backup, Interrupt()], steps=12)
         self.assertEqual(int(model.data_step.numpy()), 24)
         model = compile_(data.GeneratorModel(make_model(), teacher), steps_per_execution=4)
-        self._fit(model, 4, callbacks=[backup], steps=12)
+        fit(model, 4, callbacks=[backup], steps=12)
         self.assertEqual(int(model.data_step.numpy()), 48)
-        for a, b in zip(full.get_weights(), model.get_weights()):
-            self.assertAllEqual(a, b)
-
-    @device_util.DeviceTestCase.require_xla
-    def test_xla_fit_trains_and_resumes_exactly(self):
-        """jit_compile=True (what Keras's "auto" picks on a GPU): generation is compiled into
-        the step; an interrupted run resumes at the uninterrupted run's weights."""
-        full = compile_(data.GeneratorModel(make_model(), teacher), jit_compile=True, steps_per_execution=2)
-        history = self._fit(full, 4)
-        self.assertLess(history.history["loss"][-1], history.history["loss"][0])
-
-        class Interrupt(tf.keras.callbacks.Callback):
-            def on_epoch_end(self, epoch, logs=None):
-                if epoch == 1:
-                    raise RuntimeError("simulated preemption")
-
-        backup = tf.keras.callbacks.BackupAndRestore(tempfile.mkdtemp())
-        model = compile_(data.GeneratorModel(make_model(), teacher), jit_compile=True, steps_per_execution=2)
-        with self.assertRaisesRegex(RuntimeError, "simulated preemption"):
-            self._fit(model, 4, callbacks=[backup, Interrupt()])
-        model = compile_(data.GeneratorModel(make_model(), teacher), jit_compile=True, steps_per_execution=2)
-        self._fit(model, 4, callbacks=[backup])
-        self.assertEqual(int(model.data_step.numpy()), 40)
         for a, b in zip(full.get_weights(), model.get_weights()):
             self.assertAllEqual(a, b)
 
@@ -251,6 +231,53 @@ class ResumeTest(device_util.DeviceTestCase):
         pos2 = data.DataPosition(teacher)
         tf.train.Checkpoint(position=pos2).restore(path)
         self.assertEqual(int(pos2.step.numpy()), 3)
+
+
+@device_util.DeviceTestCase.require_xla
+class XlaFitTest(device_util.DeviceTestCase):
+    """model.fit with jit_compile=True (what Keras's "auto" picks on a GPU)."""
+
+    def compile_xla(self, steps_per_execution):
+        model = compile_(
+            data.GeneratorModel(make_model(), teacher), jit_compile=True, steps_per_execution=steps_per_execution
+        )
+        self.assertTrue(model.jit_compile)  # Keras turns XLA off silently where it cannot use it
+        return model
+
+    def test_xla_fit_trains_and_resumes_exactly(self):
+        """Generation is compiled into the steps; an interrupted run resumes at the
+        uninterrupted run's data position, and so at its weights."""
+        full = self.compile_xla(2)
+        history = fit(full, 4)
+        self.assertLess(history.history["loss"][-1], history.history["loss"][0])
+
+        backup = tf.keras.callbacks.BackupAndRestore(tempfile.mkdtemp())
+        model = self.compile_xla(2)
+        with self.assertRaisesRegex(RuntimeError, "simulated preemption"):
+            fit(model, 4, callbacks=[backup, Interrupt()])
+        model = self.compile_xla(2)
+        fit(model, 4, callbacks=[backup])
+        self.assertEqual(int(model.data_step.numpy()), 40)
+        for a, b in zip(full.get_weights(), model.get_weights()):
+            if device_util.device() == "cpu":
+                self.assertAllEqual(a, b)
+            else:  # the batches are the same; XLA's GPU reductions need not be bit-reproducible
+                self.assertAllClose(a, b, rtol=1e-5, atol=1e-6)
+
+    def test_xla_execution_is_one_executable(self):
+        """With XLA and no strategy, the loop of an execution (steps_per_execution=4) is
+        compiled whole: the train function calls one XLA-compiled function, which holds the
+        loop, generation included."""
+        model = self.compile_xla(4)
+        fit(model, 1, steps=4)
+        graph = model.train_function.get_concrete_function(iter(data.device_dataset())).graph.as_graph_def()
+        functions = {f.signature.name: f for f in graph.library.function}
+        compiled = [n.attr["f"].func.name for n in graph.node if n.attr["_XlaMustCompile"].b]
+        self.assertLen(compiled, 1)
+        ops = {n.op for n in functions[compiled[0]].node_def}
+        self.assertTrue(ops & {"While", "StatelessWhile"}, ops)
+        inner = {n.op for f in graph.library.function for n in f.node_def}
+        self.assertIn("OnTheFly>TeacherTask", inner)
 
 
 class SimplePathErrorsTest(tf.test.TestCase):

@@ -63,7 +63,7 @@ def summarize(wall, planes, steps):
         elif end > last_end:
             busy += end - last_end
         last_end = end if last_end is None else max(last_end, end)
-        kind = "HtoD" if "HtoD" in name else "DtoH" if "DtoH" in name else "DtoD" if "DtoD" in name else "kernel"
+        kind = next((k for k in ("HtoD", "DtoH", "DtoD") if k in name or k.replace("to", "2") in name), "kernel")
         kinds[kind] += 1
     span = (last_end - gpu[0][1]) if gpu else 0
     host = collections.defaultdict(float)

@@ -336,7 +336,13 @@ class GeneratorModel(tf.keras.Model):
         graph loop. The batches come from data_step, not from the ticks, so the loop needs
         no dataset at all: the host launches one loop per execution and nothing per step.
         (Keras 3.15's own loop reads an optional element per step, which also fails under
-        tf.distribute strategies: "You must feed a value for placeholder tensor".)"""
+        tf.distribute strategies: "You must feed a value for placeholder tensor".)
+
+        With XLA and no distribution strategy, the whole loop is one XLA executable, as
+        DataPosition.run_steps under jit_compile is, instead of one per step: TensorFlow's
+        executor then runs one op per execution rather than a launch per step. Under a
+        strategy each step is compiled on its own: strategy.run spans the replicas'
+        devices, and XLA compiles one device's program."""
         if self.train_function is not None and not force:
             return self.train_function
         super().make_train_function(force=True)
@@ -346,17 +352,17 @@ class GeneratorModel(tf.keras.Model):
         from keras.src.backend.tensorflow.trainer import reduce_per_replica  # Keras 3 internal
 
         strategy = self.distribute_strategy
+        whole_loop_xla = bool(self.jit_compile) and self._distribute_strategy is None
 
         @tf.autograph.experimental.do_not_convert
         def one_step(tick):
             return reduce_per_replica(strategy.run(self.train_step, args=(tick,)), strategy, reduction="auto")
 
-        one_step = tf.function(one_step, reduce_retracing=True, jit_compile=self.jit_compile)
+        if not whole_loop_xla:
+            one_step = tf.function(one_step, reduce_retracing=True, jit_compile=self.jit_compile)
         unrolled = max(1, min(int(getattr(self, "unrolled_steps_per_execution", 1)), steps))
 
-        @tf.function
-        def many_steps(iterator):
-            tick = iterator.get_next()
+        def run_steps(tick):
             logs = one_step(tick)
             for _ in range((steps - 1) % unrolled):
                 logs = one_step(tick)
@@ -364,6 +370,12 @@ class GeneratorModel(tf.keras.Model):
                 for _ in range(unrolled):
                     logs = one_step(tick)
             return logs
+
+        loop = tf.function(run_steps, jit_compile=True) if whole_loop_xla else run_steps
+
+        @tf.function
+        def many_steps(iterator):
+            return loop(iterator.get_next())
 
         self.train_function = many_steps
         return self.train_function
