@@ -352,6 +352,7 @@ class GeneratorModel(tf.keras.Model):
         from keras.src.backend.tensorflow.trainer import reduce_per_replica  # Keras 3 internal
 
         strategy = self.distribute_strategy
+        # Keras 3 keeps _distribute_strategy None for a model made outside any strategy scope.
         whole_loop_xla = bool(self.jit_compile) and self._distribute_strategy is None
 
         @tf.autograph.experimental.do_not_convert
