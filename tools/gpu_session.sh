@@ -6,7 +6,8 @@
 # after come from one session.
 #   bash tools/gpu_session.sh tests [NAME...]   # test files (default: every one) with --test_device=gpu
 #   bash tools/gpu_session.sh smoke      # the wheel's smoke test (tests/wheel_smoke.py)
-#   bash tools/gpu_session.sh steps      # per-step cost: op_cost, bench rows, PCIe traffic
+#   bash tools/gpu_session.sh steps      # per-step cost: op_cost, bench rows (3 rounds of 1 s),
+#                                        # PCIe traffic
 #   bash tools/gpu_session.sh trace      # where a step's time goes, path by path (step_timeline)
 #   bash tools/gpu_session.sh mirrored   # PCIe traffic and copies under MirroredStrategy
 #   bash tools/gpu_session.sh rates      # rates with peers, op timelines
@@ -48,11 +49,11 @@ case "${1:-tests}" in
     done
     cat "$OUT/op_cost.jsonl" >> "$S"
     [ -d $old ] && with $old python3 -m tf_onthefly.bench --device=gpu --configs=seed --modes=fit1,fit64,loop64 \
-      --jit=off --paths=constant,numpy,op-in-step --seconds=2 --out="$OUT/bench_old" > "$OUT/bench_old.log" 2>&1
+      --jit=off --paths=constant,numpy,op-in-step --seconds=1 --out="$OUT/bench_old" > "$OUT/bench_old.log" 2>&1
     with $new python3 -m tf_onthefly.bench --device=gpu --configs=seed --modes=fit1,fit64,loop64 --jit=off,on \
-      --seconds=2 --out="$OUT/bench_seed" > "$OUT/bench_seed.log" 2>&1
+      --seconds=1 --out="$OUT/bench_seed" > "$OUT/bench_seed.log" 2>&1
     with $new python3 -m tf_onthefly.bench --device=gpu --configs=wide,cnn --modes=fit64 --jit=off,on \
-      --paths=constant,numpy,op-cpu-tfdata,op-in-step,tf-stateless --seconds=2 --out="$OUT/bench_wide_cnn" \
+      --paths=constant,numpy,op-cpu-tfdata,op-in-step,tf-stateless --seconds=1 --out="$OUT/bench_wide_cnn" \
       > "$OUT/bench_wide_cnn.log" 2>&1
     with $new timeout 300 python3 tests/gpu_no_copy_profile.py > "$OUT/no_copy.log" 2>&1
     with $new timeout 200 python3 tests/gpu_no_copy_profile.py --mirrored > "$OUT/no_copy_mirrored.log" 2>&1
