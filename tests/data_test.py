@@ -101,7 +101,7 @@ class ResumeTest(device_util.DeviceTestCase):
     def setUp(self):
         super().setUp()
         # Bit-exact weights need deterministic kernels. Keras turns XLA off while this is on,
-        # and it is process-wide: XlaFitTest runs without it.
+        # and it is process-wide: XlaTrainingTest runs without it.
         tf.config.experimental.enable_op_determinism()
         self.addCleanup(tf_config.disable_op_determinism)
 

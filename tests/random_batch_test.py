@@ -147,16 +147,15 @@ class RandomBatchTest(device_util.DeviceTestCase, generator_contract.GeneratorCo
             ]:
                 # 13 features: 3 whole blocks and a partial one; 1001: the CPU's chunks of 64
                 # blocks, the last one partial.
+                lo, hi = np.float32(kw.get("low", 0.0)), np.float32(kw.get("high", 1.0))
                 for rows, fd in [(37, 13), (3, 1001)]:
                     rf, rl = reference(rows, fd, [4, 5], 6, dtype=dtype, **kw)
-                    g, m = random_batch(rows, fd, seed=[4, 5], step=6, dtype=tf_dtype, **kw)
-                    self.assertBitsEqual([g, m], [rf, rl], msg=f"{dtype} {kw} feature_dim={fd}")
-                f, l = random_batch(37, 13, seed=[4, 5], step=6, dtype=tf_dtype, **kw)
-                self.assertEqual(f.dtype, tf_dtype)
-                lo, hi = np.float32(kw.get("low", 0.0)), np.float32(kw.get("high", 1.0))
-                if kw.get("distribution", "uniform") == "uniform":
-                    x = f.numpy().astype(np.float32)
-                    self.assertTrue(np.all(x >= lo) and np.all(x < hi), msg=f"{dtype} {kw}")
+                    f, l = random_batch(rows, fd, seed=[4, 5], step=6, dtype=tf_dtype, **kw)
+                    self.assertBitsEqual([f, l], [rf, rl], msg=f"{dtype} {kw} feature_dim={fd}")
+                    self.assertEqual(f.dtype, tf_dtype)
+                    if kw.get("distribution", "uniform") == "uniform":
+                        x = f.numpy().astype(np.float32)
+                        self.assertTrue(np.all(x >= lo) and np.all(x < hi), msg=f"{dtype} {kw} feature_dim={fd}")
 
     def test_seeds_and_steps_are_64_bit_words(self):
         """2**64 - 1 and -1 are the same word (the contract reads seeds and steps unsigned)."""

@@ -228,9 +228,9 @@ def run(config_names, paths, modes, jits, gpu, seconds, rounds=1, progress=print
             for path, (run_path, steps) in runners.items():
                 with tf.device(device):
                     rates[path].append(rate(run_path, steps))
+        base, nbytes = rates.get("constant"), batch_bytes(cfg)
         for path, samples in rates.items():
             done += 1
-            base = rates.get("constant")
             row_rate = float(np.median(samples))
             table.append(
                 dict(
@@ -241,7 +241,7 @@ def run(config_names, paths, modes, jits, gpu, seconds, rounds=1, progress=print
                     batch=cfg["batch"],
                     steps_per_s=row_rate,
                     samples_per_s=row_rate * cfg["batch"],
-                    input_gb_per_s=row_rate * batch_bytes(cfg) / 1e9,
+                    input_gb_per_s=row_rate * nbytes / 1e9,
                     vs_constant=float(np.median([a / b for a, b in zip(samples, base)])) if base else float("nan"),
                     spread=float((max(samples) - min(samples)) / row_rate),
                     rounds=[float(r) for r in samples],
