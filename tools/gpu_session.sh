@@ -2,11 +2,12 @@
 # Runs ON the lent GPU machine, after ../shared/device's install.sh (docs/benchmarks.md says
 # how the session was staged). Everything runs from the installed wheel in
 # .devtf/artifacts (tools/stage_device.sh); a baseline wheel there (baseline-*.whl, an
-# older build) runs with today's Python package and its own op library, so before and
+# older build) runs with today's Python package and its own op library, and baseline
+# modules (baseline-NAME.py) run in today's wheel in place of its NAME.py, so before and
 # after come from one session.
 #   bash tools/gpu_session.sh tests [NAME...]   # test files (default: every one) with --test_device=gpu
 #   bash tools/gpu_session.sh smoke      # the wheel's smoke test (tests/wheel_smoke.py)
-#   bash tools/gpu_session.sh steps      # per-step cost: op_cost, bench rows (3 rounds of 1 s),
+#   bash tools/gpu_session.sh steps      # per-step cost: op_cost (also under XLA), bench rows (3 rounds of 1 s),
 #                                        # PCIe traffic
 #   bash tools/gpu_session.sh trace      # where a step's time goes, path by path (step_timeline)
 #   bash tools/gpu_session.sh mirrored   # PCIe traffic and copies under MirroredStrategy
@@ -26,6 +27,11 @@ if [ ! -d $old/tf_onthefly ] && ls .devtf/artifacts/baseline-*.whl >/dev/null 2>
   # (pip refuses the renamed file; a wheel is a zip of what it installs)
   python3 -m zipfile -e .devtf/artifacts/baseline-*.whl $old
   cp $new/tf_onthefly/*.py $old/tf_onthefly/
+elif [ ! -d $old/tf_onthefly ] && ls .devtf/artifacts/baseline-*.py >/dev/null 2>&1; then
+  # A Python baseline: today's wheel with the modules baseline-NAME.py (an older commit's
+  # NAME.py) in place of its own.
+  cp -r $new $old
+  for f in .devtf/artifacts/baseline-*.py; do cp "$f" "$old/tf_onthefly/${f##*/baseline-}"; done
 fi
 S=$OUT/summary.txt
 with() { local pkg=$1; shift; PYTHONPATH=$pkg:$PYTHONPATH "$@"; }
@@ -47,9 +53,10 @@ case "${1:-tests}" in
       [ -d $pkg ] || continue
       with $pkg python3 tools/op_cost.py --label="$pkg" >> "$OUT/op_cost.jsonl" 2>>"$OUT/steps.err"
     done
+    with $new python3 tools/op_cost.py --label="$new" --jit >> "$OUT/op_cost.jsonl" 2>>"$OUT/steps.err"
     cat "$OUT/op_cost.jsonl" >> "$S"
-    [ -d $old ] && with $old python3 -m tf_onthefly.bench --device=gpu --configs=seed --modes=fit1,fit64,loop64 \
-      --jit=off --paths=constant,numpy,op-in-step --seconds=1 --out="$OUT/bench_old" > "$OUT/bench_old.log" 2>&1
+    [ -d $old ] && with $old python3 -m tf_onthefly.bench --device=gpu --configs=seed --modes=fit64,loop64 \
+      --jit=off,on --paths=constant,op-in-step --seconds=1 --out="$OUT/bench_old" > "$OUT/bench_old.log" 2>&1
     with $new python3 -m tf_onthefly.bench --device=gpu --configs=seed --modes=fit1,fit64,loop64 --jit=off,on \
       --seconds=1 --out="$OUT/bench_seed" > "$OUT/bench_seed.log" 2>&1
     with $new python3 -m tf_onthefly.bench --device=gpu --configs=wide,cnn --modes=fit64 --jit=off,on \

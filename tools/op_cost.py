@@ -1,15 +1,22 @@
-"""What one small generator op adds to a training step, measured in a graph loop.
+"""What one small generator op adds to a training step, measured in a graph loop, beside
+what TensorFlow's own ops add in the same loop.
 
-    python3 tools/op_cost.py [--device=gpu] [--steps=2000] [--repeats=5]
+    python3 tools/op_cost.py [--device=gpu] [--steps=2000] [--repeats=5] [--jit]
 
 One tf.function call runs a tf.range loop of `steps` iterations; each iteration reads and
 advances a step counter held in a variable on the device (as GeneratorModel and
-DataPosition do) and consumes a batch of 32 x 16 features. The loop runs three ways:
-  constant   the batch is a constant already on the device (no generation)
-  op         random_batch(32, 16) for the step, inside the loop
-  op x4      four such ops per iteration (their cost adds up; the loop's own does not)
-The cost of one op is (op - constant) / steps; with four ops, (op x4 - constant) / (4 steps).
-Median of `repeats` calls after a warm-up. Prints one JSON line.
+DataPosition do) and reduces a 32 x 16 float batch that depends on the step. Rows:
+  constant      the batch is a constant already on the device (no generation)
+  op            random_batch(32, 16) for the step (one op)
+  op x4         four such ops per iteration (their cost adds up; the loop's own does not)
+  tf cast*mul   constant * cast(step): two of TensorFlow's cheapest GPU ops, the floor any
+                op pays in TensorFlow's executor
+  tf stateless  tf.random.stateless_uniform([32, 16], seed=[k, step]): TensorFlow's own
+                random batch for the step (stack, key/counter, uniform: three ops)
+A row's added cost is (row - constant) / steps; per op, divided by the ops it adds. The
+rows are timed in turn, `repeats` rounds after a warm-up, and each row reports its median.
+--jit compiles each loop with XLA (the generator runs as its custom call). Prints one JSON
+line.
 """
 
 import argparse
@@ -21,55 +28,65 @@ import tensorflow as tf
 
 import tf_onthefly
 
+# name -> (ops the row adds to the constant loop, batch of the step s)
+ROWS = {
+    "constant": (0, None),
+    "op": (1, lambda c, s: [tf_onthefly.random_batch(32, 16, seed=[1, 0], step=s)[0]]),
+    "op x4": (4, lambda c, s: [tf_onthefly.random_batch(32, 16, seed=[1, k], step=s)[0] for k in range(4)]),
+    "tf cast*mul": (2, lambda c, s: [c * tf.cast(s, tf.float32)]),
+    "tf stateless": (
+        3,
+        lambda c, s: [tf.random.stateless_uniform([32, 16], seed=tf.stack([tf.constant(1, tf.int64), s]))],
+    ),
+}
+
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="gpu" if tf.config.list_physical_devices("GPU") else "cpu")
     ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--jit", action="store_true", help="compile each loop with XLA")
     ap.add_argument("--label", default="")
     args = ap.parse_args()
     with tf.device("/GPU:0" if args.device == "gpu" else "/CPU:0"):
         step = tf.Variable(0, dtype=tf.int64)
         constant = tf.random.uniform([32, 16])
 
-        def loop(ops_per_step):
-            @tf.function
+        def loop(make):
+            @tf.function(jit_compile=args.jit)
             def run(n):
                 acc = tf.constant(0.0)
                 for _ in tf.range(n):
                     s = step.read_value()
-                    batch = (
-                        [constant]
-                        if ops_per_step == 0
-                        else [tf_onthefly.random_batch(32, 16, seed=[1, k], step=s)[0] for k in range(ops_per_step)]
-                    )
+                    batch = [constant] if make is None else make(constant, s)
                     acc += tf.add_n([tf.reduce_sum(b) for b in batch])
                     step.assign_add(1)
                 return acc
 
             return run
 
-        times = {}
-        for name, k in [("constant", 0), ("op", 1), ("op x4", 4)]:
-            run = loop(k)
+        runs = {name: loop(make) for name, (_, make) in ROWS.items()}
+        for run in runs.values():
             float(run(tf.constant(10)))  # trace, warm up
-            samples = []
-            for _ in range(args.repeats):
+        samples = {name: [] for name in ROWS}
+        for _ in range(args.repeats):
+            for name, run in runs.items():
                 t0 = time.perf_counter()
                 float(run(tf.constant(args.steps)))
-                samples.append(time.perf_counter() - t0)
-            times[name] = statistics.median(samples)
-    us = lambda t: 1e6 * t / args.steps  # noqa: E731
+                samples[name].append(time.perf_counter() - t0)
+    times = {k: statistics.median(v) for k, v in samples.items()}
+    added = {k: 1e6 * (t - times["constant"]) / args.steps for k, t in times.items() if k != "constant"}
     print(
         json.dumps(
             dict(
                 label=args.label,
                 device=args.device,
+                jit=args.jit,
                 steps=args.steps,
                 steps_per_s={k: round(args.steps / t, 1) for k, t in times.items()},
-                us_per_op=round(us(times["op"] - times["constant"]), 2),
-                us_per_op_of_four=round(us(times["op x4"] - times["constant"]) / 4, 2),
+                us_added={k: round(v, 2) for k, v in added.items()},
+                us_per_op={k: round(v / ROWS[k][0], 2) for k, v in added.items()},
             )
         )
     )
