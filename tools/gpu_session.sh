@@ -7,8 +7,10 @@
 # after come from one session.
 #   bash tools/gpu_session.sh tests [NAME...]   # test files (default: every one) with --test_device=gpu
 #   bash tools/gpu_session.sh smoke      # the wheel's smoke test (tests/wheel_smoke.py)
-#   bash tools/gpu_session.sh steps      # per-step cost: op_cost (also under XLA), bench rows (3 rounds of 1 s),
-#                                        # PCIe traffic
+#   bash tools/gpu_session.sh steps      # per-step cost, all three of:
+#   bash tools/gpu_session.sh cost       #   op_cost (TF's ops and the placement rows; under XLA)
+#   bash tools/gpu_session.sh bench      #   the bench's rows (3 rounds of 1 s)
+#   bash tools/gpu_session.sh copies     #   PCIe traffic per step, one GPU and mirrored
 #   bash tools/gpu_session.sh trace      # where a step's time goes, path by path (step_timeline)
 #   bash tools/gpu_session.sh mirrored   # PCIe traffic and copies under MirroredStrategy
 #   bash tools/gpu_session.sh rates      # rates with peers, op timelines
@@ -48,24 +50,30 @@ case "${1:-tests}" in
     done
     grep -E "^== |CPU vs GPU|accuracy|teacher_task normal|fuzz outcomes|^Ran |^OK|^FAILED" "$OUT/tests.log" >> "$S"
     ;;
-  steps)
+  cost|steps)
+    # What one op adds in a graph loop, with TensorFlow's own ops and the placement rows
     for pkg in $old $new; do
       [ -d $pkg ] || continue
-      with $pkg python3 tools/op_cost.py --label="$pkg" >> "$OUT/op_cost.jsonl" 2>>"$OUT/steps.err"
+      with $pkg python3 tools/op_cost.py --label="$pkg" --placement >> "$OUT/op_cost.jsonl" 2>>"$OUT/steps.err"
     done
     with $new python3 tools/op_cost.py --label="$new" --jit >> "$OUT/op_cost.jsonl" 2>>"$OUT/steps.err"
     cat "$OUT/op_cost.jsonl" >> "$S"
+    ;;&
+  bench|steps)
+    # The bench's rows (3 rounds of 1 s); wide and cnn without the host paths (minutes each)
     [ -d $old ] && with $old python3 -m tf_onthefly.bench --device=gpu --configs=seed --modes=fit64,loop64 \
-      --jit=off,on --paths=constant,op-in-step --seconds=1 --out="$OUT/bench_old" > "$OUT/bench_old.log" 2>&1
+      --jit=off,on --paths=constant,op-in-step,tf-stateless --seconds=1 --out="$OUT/bench_old" > "$OUT/bench_old.log" 2>&1
     with $new python3 -m tf_onthefly.bench --device=gpu --configs=seed --modes=fit1,fit64,loop64 --jit=off,on \
-      --seconds=1 --out="$OUT/bench_seed" > "$OUT/bench_seed.log" 2>&1
+      --paths=constant,numpy,op-in-step,tf-stateless --seconds=1 --out="$OUT/bench_seed" > "$OUT/bench_seed.log" 2>&1
     with $new python3 -m tf_onthefly.bench --device=gpu --configs=wide,cnn --modes=fit64 --jit=off,on \
-      --paths=constant,numpy,op-cpu-tfdata,op-in-step,tf-stateless --seconds=1 --out="$OUT/bench_wide_cnn" \
-      > "$OUT/bench_wide_cnn.log" 2>&1
+      --paths=constant,op-in-step,tf-stateless --seconds=1 --out="$OUT/bench_wide_cnn" > "$OUT/bench_wide_cnn.log" 2>&1
+    for f in bench_old bench_seed bench_wide_cnn; do grep -E "^\S+ +[0-9]+ (fit|loop)" "$OUT/$f.log" >> "$S"; done
+    ;;&
+  copies|steps)
+    # PCIe traffic per step beyond the constant batch (NVML), one GPU and MirroredStrategy
     with $new timeout 300 python3 tests/gpu_no_copy_profile.py > "$OUT/no_copy.log" 2>&1
     with $new timeout 200 python3 tests/gpu_no_copy_profile.py --mirrored > "$OUT/no_copy_mirrored.log" 2>&1
     grep -E "beyond|no batch bytes" "$OUT/no_copy.log" "$OUT/no_copy_mirrored.log" >> "$S"
-    for f in bench_old bench_seed bench_wide_cnn; do grep -E "^\S+ +[0-9]+ (fit|loop)" "$OUT/$f.log" >> "$S"; done
     ;;
   trace)
     for pkg in $old $new; do

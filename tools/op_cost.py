@@ -1,7 +1,7 @@
 """What one small generator op adds to a training step, measured in a graph loop, beside
 what TensorFlow's own ops add in the same loop.
 
-    python3 tools/op_cost.py [--device=gpu] [--steps=2000] [--repeats=5] [--jit]
+    python3 tools/op_cost.py [--device=gpu] [--steps=2000] [--repeats=5] [--jit] [--placement]
 
 One tf.function call runs a tf.range loop of `steps` iterations; each iteration reads and
 advances a step counter held in a variable on the device (as GeneratorModel and
@@ -41,14 +41,41 @@ ROWS = {
 }
 
 
+def _on_cpu(make):
+    with tf.device("/CPU:0"):
+        return make()
+
+
+# --placement: what a node placed on the host costs inside a loop that runs on the GPU
+# (TensorFlow gives each device's part of a loop its own copy of the loop's control, and
+# the parts exchange it every iteration). reshape's shape is a host-memory input of the GPU
+# kernel; an int32 constant made on the GPU device lives in host memory but in the GPU's
+# part, one made on /CPU:0 in the host's part. The same holds for the generators'
+# first_sample: made on /CPU:0 (the default) or passed in from outside the tf.function.
+PLACEMENT_ROWS = {
+    "tf cast*mul reshape": (3, lambda c, s: [tf.reshape(c * tf.cast(s, tf.float32), tf.constant([16, 32]))]),
+    "tf cast*mul reshape cpu": (
+        3,
+        lambda c, s: [tf.reshape(c * tf.cast(s, tf.float32), _on_cpu(lambda: tf.constant([16, 32])))],
+    ),
+    "op first_sample outside": (
+        1,
+        lambda c, s: [tf_onthefly.random_batch(32, 16, seed=[1, 0], step=s, first_sample=_FIRST_SAMPLE)[0]],
+    ),
+}
+_FIRST_SAMPLE = _on_cpu(lambda: tf.constant(0, tf.int64))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="gpu" if tf.config.list_physical_devices("GPU") else "cpu")
     ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--jit", action="store_true", help="compile each loop with XLA")
+    ap.add_argument("--placement", action="store_true", help="add the host-placement rows")
     ap.add_argument("--label", default="")
     args = ap.parse_args()
+    rows = dict(ROWS, **(PLACEMENT_ROWS if args.placement else {}))
     with tf.device("/GPU:0" if args.device == "gpu" else "/CPU:0"):
         step = tf.Variable(0, dtype=tf.int64)
         constant = tf.random.uniform([32, 16])
@@ -66,10 +93,10 @@ def main():
 
             return run
 
-        runs = {name: loop(make) for name, (_, make) in ROWS.items()}
+        runs = {name: loop(make) for name, (_, make) in rows.items()}
         for run in runs.values():
             float(run(tf.constant(10)))  # trace, warm up
-        samples = {name: [] for name in ROWS}
+        samples = {name: [] for name in rows}
         for _ in range(args.repeats):
             for name, run in runs.items():
                 t0 = time.perf_counter()
@@ -86,7 +113,7 @@ def main():
                 steps=args.steps,
                 steps_per_s={k: round(args.steps / t, 1) for k, t in times.items()},
                 us_added={k: round(v, 2) for k, v in added.items()},
-                us_per_op={k: round(v / ROWS[k][0], 2) for k, v in added.items()},
+                us_per_op={k: round(v / rows[k][0], 2) for k, v in added.items()},
             )
         )
     )
