@@ -109,6 +109,39 @@ class GeneratorContract:
 
         self.assertBitsEqual(traced(), expected)
         self.assertBitsEqual(self.generate(n, seed, step * 2 + 1, first_sample=2, num_samples=n - 2), expected)
+        for first in [tf.constant(2, tf.int32), tf.constant(2, tf.int64), np.int16(2)]:
+            with self.subTest(first_sample=repr(first)):
+                self.assertBitsEqual(self.generate(n, [3, 4], 9, first_sample=first, num_samples=n - 2), expected)
+
+    def test_contract_graph_loop_is_one_partition(self):
+        """A graph loop that generates each step's batch on one device runs in one partition
+        of the graph: no node of the op's inputs sits on another device (a part on /CPU:0
+        would trade the loop's control with the GPU's part every iteration). In the CPU
+        variant the loop runs on a second CPU device of the session, which a node on the
+        host's /CPU:0 would split from just as it splits a GPU's part."""
+        n = self.batch_size
+        device = "/GPU:0" if device_util.device() == "gpu" else "/CPU:1"
+        graph = tf.Graph()
+        with graph.as_default(), tf.device(device):
+
+            def body(i, acc):
+                batch = self.generate(n, 1, tf.cast(i, tf.int64), first_sample=1, num_samples=n - 1)
+                return i + 1, acc + tf.add_n([tf.reduce_sum(tf.cast(t, tf.float32)) for t in batch])
+
+            loop = tf.compat.v1.while_loop(lambda i, acc: i < 3, body, [tf.constant(0), tf.constant(0.0)])
+        config = tf.compat.v1.ConfigProto(device_count={"CPU": 2}, allow_soft_placement=False)
+        metadata = tf.compat.v1.RunMetadata()
+        with tf.compat.v1.Session(graph=graph, config=config) as session:
+            session.run(loop, options=tf.compat.v1.RunOptions(output_partition_graphs=True), run_metadata=metadata)
+        # The session's fetches are received on /CPU:0 after the loop; what counts is which
+        # parts run the loop (each has its own copy of the loop's control nodes).
+        loop_devices = {
+            node.device
+            for part in metadata.partition_graphs
+            for node in part.node
+            if node.op in ("Enter", "NextIteration", "LoopCond")
+        }
+        self.assertLen(loop_devices, 1)
 
     def test_contract_gpu_kernels_read_seed_and_step_on_device(self):
         """The GPU kernels take seed and step in device memory (no copy to the host, no wait
@@ -132,6 +165,15 @@ class GeneratorContract:
             expected = self.generate(n, [5, 6], 11, **kw)
             xla = tf.function(lambda: self.generate(n, [5, 6], step.read_value(), **kw), jit_compile=True)()
             self.assertBitsEqual(xla, expected, msg=str(kw))
+        # first_sample as an int64 tensor (a Python integer below 2^31 is passed as an int32)
+        expected = self.generate(n, [5, 6], 11, first_sample=3, num_samples=n - 5)
+        xla = tf.function(
+            lambda: self.generate(
+                n, [5, 6], step.read_value(), first_sample=tf.constant(3, tf.int64), num_samples=n - 5
+            ),
+            jit_compile=True,
+        )()
+        self.assertBitsEqual(xla, expected, msg="int64 first_sample")
 
     @device_util.DeviceTestCase.require_gpu
     def test_contract_cpu_equals_gpu(self):

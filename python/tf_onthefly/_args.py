@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+INT32_MAX = 2**31 - 1
 UINT64_MAX = 2**64 - 1
 
 
@@ -70,6 +71,24 @@ def int64_tensor(value, arg: str, *, unsigned_64: bool = False) -> tf.Tensor:
         words = [int_value(v, arg, unsigned_64=unsigned_64) for v in flat.ravel()]
         return tf.constant(np.array(words, dtype=np.int64).reshape(flat.shape))
     return tf.constant(int_value(value, arg, unsigned_64=unsigned_64), tf.int64)
+
+
+def index_tensor(value, arg: str) -> tf.Tensor:
+    """An int32 or int64 tensor for first_sample, which every kernel reads in host memory.
+    int32 and int64 tensors pass as they are, other integer tensors become int64. A Python
+    or NumPy integer in [0, 2^31) becomes an int32 constant on the device of the op that
+    reads it: TensorFlow keeps an int32 constant of the GPU device in host memory, so a step
+    on the GPU needs no node on /CPU:0 (inside a graph loop such a node would cost the loop
+    a host part that trades control with the GPU's every iteration). Anything else is made
+    on /CPU:0 by int64_tensor, which checks it."""
+    if isinstance(value, (tf.Tensor, tf.Variable)) or hasattr(value, "_as_graph_element"):
+        t = tf.convert_to_tensor(value)
+        if t.dtype in (tf.int32, tf.int64):
+            return t
+    elif _is_integer(value) and 0 <= int(value) <= INT32_MAX:
+        return tf.constant(int(value), tf.int32)
+    with tf.device("/CPU:0"):
+        return int64_tensor(value, arg)
 
 
 def attr_value(value, attr):

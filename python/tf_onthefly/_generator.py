@@ -89,13 +89,11 @@ def call_generator(
         converted[arg] = _args.attr_value(value, attr_defs[arg])
     with tf.name_scope(name or op.split(">")[-1]):
         # Every kernel reads first_sample in host memory (its range check must be exact and
-        # an error), so it is made there; seed and step stay where they are (the GPU kernels
-        # read them on the device).
-        with tf.device("/CPU:0"):
-            first = _args.int64_tensor(first_sample, "first_sample")
+        # an error); index_tensor makes it where that costs the step nothing. seed and step
+        # stay where they are (the GPU kernels read them on the device).
         return op_function(op)(
             seed=_args.int64_tensor(seed, "seed", unsigned_64=True),
             step=_args.int64_tensor(step, "step", unsigned_64=True),
-            first_sample=first,
+            first_sample=_args.index_tensor(first_sample, "first_sample"),
             **converted,
         )

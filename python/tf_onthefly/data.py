@@ -26,6 +26,8 @@ from typing import Any, Callable, Iterable, Optional
 import numpy as np
 import tensorflow as tf
 
+from tf_onthefly import _args
+
 AUTOTUNE = tf.data.AUTOTUNE
 
 
@@ -152,12 +154,16 @@ def replica_shard(global_batch_size: int):
     static = tf.get_static_value(replica)
     if static is not None:
         # Known when the step is traced (MirroredStrategy: a constant per replica): a Python
-        # int, so first_sample (a host-memory input of the GPU kernels) is a host constant.
-        # Computed from the replica id on the GPU it would cost a device-to-host copy and a
-        # wait every step (two per step on two replicas, counted on the H200).
+        # int, so first_sample (a host-memory input of the GPU kernels) is an int32 constant
+        # in host memory. Computed from the replica id as an int64 on the GPU it would cost
+        # a device-to-host copy and a wait every step (two per step on two replicas, counted
+        # on the H200).
         return int(static) * per_replica, per_replica
-    first = tf.cast(replica, tf.int64) * per_replica
-    return first, per_replica
+    # The replica id is an int32 tensor; int32 arithmetic on the GPU device runs in host
+    # memory, where the kernels read first_sample. int64 only where int32 cannot hold it.
+    if global_batch_size - per_replica > _args.INT32_MAX:
+        return tf.cast(replica, tf.int64) * per_replica, per_replica
+    return tf.cast(replica, tf.int32) * per_replica, per_replica
 
 
 def sharded(generator: Callable[..., Any], global_batch_size: int) -> Callable[[tf.Tensor], Any]:

@@ -16,9 +16,10 @@
 //   OTF_REGISTER_GENERATOR_KERNELS(MyGenConfig, MyGen)("OnTheFly>MyGen");
 //
 // Every generator op gets the common inputs seed (int64 [] or [2]), step (int64 []),
-// first_sample (int64 []) and attributes batch_size (global batch) and num_samples
-// (-1: whole batch); output i has shape [num_samples] + its per-sample shape, and its
-// dtype (hence its element size) comes from the op definition, never from the Config.
+// first_sample (int32 or int64 [], attribute Tindex) and attributes batch_size (global
+// batch) and num_samples (-1: whole batch); output i has shape [num_samples] + its
+// per-sample shape, and its dtype (hence its element size) comes from the op definition,
+// never from the Config.
 #ifndef TF_ONTHEFLY_SDK_GENERATOR_OP_H_
 #define TF_ONTHEFLY_SDK_GENERATOR_OP_H_
 
@@ -110,7 +111,9 @@ class GeneratorOp : public tensorflow::OpKernel {
     OP_REQUIRES_OK(ctx, CheckScalarShape(first.shape(), "first_sample"));
     // first_sample is in host memory on every device: its range check must be exact, and an
     // error, which a value read only on the GPU could not be.
-    const int64_t first_sample = first.scalar<int64_t>()();
+    const int64_t first_sample = first.dtype() == tensorflow::DT_INT32
+                                     ? int64_t{first.scalar<int32_t>()()}
+                                     : first.scalar<int64_t>()();
     OP_REQUIRES_OK(ctx, batch_.CheckFirstSample(first_sample));
 
     CallGeometry g{};
@@ -207,11 +210,18 @@ bool RegisterGeneratorKernels(const char* op, std::initializer_list<TypeConstrai
 
 // REGISTER_OP with the SDK's common inputs, attributes and shape function; chain the
 // generator's own .Output(...), .Attr(...) and .Doc(...) after it.
+// first_sample may be int32 because the GPU kernels read it in host memory: an int32
+// constant made on the GPU device lives there (TensorFlow's host-memory Const kernel),
+// so a step on the GPU needs no node on /CPU:0. One on /CPU:0 inside a graph loop on the
+// GPU gives the loop a second, host part, and the two parts exchange the loop's control
+// every iteration (docs/benchmarks.md, 2026-12-03 third session). int64 is for the rare
+// first_sample past 2^31 - 1.
 #define OTF_REGISTER_GENERATOR_OP(name, Config)                            \
   REGISTER_OP(name)                                                        \
       .Input("seed: int64")                                                \
       .Input("step: int64")                                                \
-      .Input("first_sample: int64")                                        \
+      .Input("first_sample: Tindex")                                       \
+      .Attr("Tindex: {int32, int64} = DT_INT64")                           \
       .Attr("batch_size: int")                                             \
       .Attr("num_samples: int = -1")                                       \
       .SetShapeFn([](::tensorflow::shape_inference::InferenceContext* c) { \
