@@ -50,8 +50,9 @@ def _on_cpu(make):
 # (TensorFlow gives each device's part of a loop its own copy of the loop's control, and
 # the parts exchange it every iteration). reshape's shape is a host-memory input of the GPU
 # kernel; an int32 constant made on the GPU device lives in host memory but in the GPU's
-# part, one made on /CPU:0 in the host's part. The same holds for the generators'
-# first_sample: made on /CPU:0 (the default) or passed in from outside the tf.function.
+# part, one made on /CPU:0 in the host's part. So with a generator's first_sample: an int64
+# tensor made on /CPU:0 (here passed in from outside the tf.function) is in the host's
+# part; the wrappers' own, an int32 constant on the op's device (the "op" row), is not.
 PLACEMENT_ROWS = {
     "tf cast*mul reshape": (3, lambda c, s: [tf.reshape(c * tf.cast(s, tf.float32), tf.constant([16, 32]))]),
     "tf cast*mul reshape cpu": (
