@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+from unittest import mock
 
 import numpy as np
 import tensorflow as tf
@@ -76,6 +77,20 @@ class MirroredTest(device_util.DeviceTestCase):
         self.strategy.run(tf.function(replica_fn))
         self.assertEqual(sorted(firsts), [0, GLOBAL // 2])
         self.assertTrue(all(isinstance(f, int) for f in firsts), firsts)
+
+    def test_first_sample_of_a_replica_id_known_only_when_running(self):
+        """Where the replica id is a tensor, first_sample is computed from it in int32 (host
+        memory on the GPU device, where the kernels read it), in int64 only past 2^31 - 1."""
+
+        def first_of(replica, global_batch):
+            ctx = mock.Mock(num_replicas_in_sync=2, replica_id_in_sync_group=replica)
+            with mock.patch.object(tf.distribute, "get_replica_context", return_value=ctx):
+                return data.replica_shard(global_batch)[0]
+
+        for global_batch, dtype in [(GLOBAL, tf.int32), (2**33, tf.int64)]:
+            first = tf.function(lambda r: first_of(r, global_batch))(tf.constant(1))
+            self.assertEqual(first.dtype, dtype)
+            self.assertEqual(int(first), global_batch // 2)
 
     def test_host_pipeline_from_input_context(self):
         ds = data.distributed_host_dataset(self.strategy, gen, GLOBAL, start_step=3)
