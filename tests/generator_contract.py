@@ -109,9 +109,26 @@ class GeneratorContract:
 
         self.assertBitsEqual(traced(), expected)
         self.assertBitsEqual(self.generate(n, seed, step * 2 + 1, first_sample=2, num_samples=n - 2), expected)
-        for first in [tf.constant(2, tf.int32), tf.constant(2, tf.int64), np.int16(2)]:
+        # int32 and int64 tensors, known when tracing or only when running (a variable), and
+        # a NumPy integer: both kernel input types
+        for first in [tf.constant(2, tf.int32), tf.constant(2, tf.int64), tf.Variable(2, dtype=tf.int64), np.int16(2)]:
             with self.subTest(first_sample=repr(first)):
                 self.assertBitsEqual(self.generate(n, [3, 4], 9, first_sample=first, num_samples=n - 2), expected)
+
+    def test_contract_first_sample_known_when_tracing_is_int32(self):
+        """A first_sample the wrapper can evaluate when tracing reaches the op as an int32
+        constant made on the op's device (host memory there), whatever its type."""
+        n = self.batch_size
+        for first in [1, np.int64(1), tf.constant(1, tf.int64), tf.constant(1, tf.uint8)]:
+            with self.subTest(first_sample=repr(first)):
+                graph = (
+                    tf.function(lambda: self.generate(n, 1, 2, first_sample=first, num_samples=n - 1))
+                    .get_concrete_function()
+                    .graph
+                )
+                (op,) = [op for op in graph.get_operations() if op.type.startswith("OnTheFly>")]
+                self.assertEqual(op.get_attr("Tindex"), tf.int32)
+                self.assertEqual(op.inputs[2].op.type, "Const")
 
     def test_contract_graph_loop_is_one_partition(self):
         """A graph loop that generates each step's batch on one device runs in one partition
@@ -165,11 +182,12 @@ class GeneratorContract:
             expected = self.generate(n, [5, 6], 11, **kw)
             xla = tf.function(lambda: self.generate(n, [5, 6], step.read_value(), **kw), jit_compile=True)()
             self.assertBitsEqual(xla, expected, msg=str(kw))
-        # first_sample as an int64 tensor (a Python integer below 2^31 is passed as an int32)
+        # first_sample as an int64 tensor that XLA, not the wrapper, finds constant (the
+        # wrapper passes what it can evaluate below 2^31 as an int32)
         expected = self.generate(n, [5, 6], 11, first_sample=3, num_samples=n - 5)
         xla = tf.function(
             lambda: self.generate(
-                n, [5, 6], step.read_value(), first_sample=tf.constant(3, tf.int64), num_samples=n - 5
+                n, [5, 6], step.read_value(), first_sample=tf.constant(1, tf.int64) * 3, num_samples=n - 5
             ),
             jit_compile=True,
         )()

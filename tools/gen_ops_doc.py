@@ -36,7 +36,7 @@ keywords `first_sample`, `num_samples`, `name`. `tf_onthefly.GENERATORS` lists e
 | --- | --- | --- |
 | `seed` | input, int64 `[]` or `[2]` | the data seed; `s` means `(s, 0)`; each word read as unsigned 64-bit (Python ints in `[-2**63, 2**64)`) |
 | `step` | input, int64 `[]` | the training step, a 64-bit word like `seed` |
-| `first_sample` | input, int32 or int64 `[]` (attribute `Tindex`), host memory | global index of row 0 of the outputs, in `[0, batch_size - num_samples]`; a compile-time constant under XLA. The wrappers pass a Python integer below 2^31 as an int32 constant on the op's device (TensorFlow keeps it in host memory there), so a step on the GPU has no node on the host |
+| `first_sample` | input, int32 or int64 `[]` (attribute `Tindex`), host memory | global index of row 0 of the outputs, in `[0, batch_size - num_samples]`; a compile-time constant under XLA. The wrappers pass a value known when tracing (a Python integer, a constant) below 2^31 as an int32 constant on the op's device (TensorFlow keeps it in host memory there), so a step on the GPU has no node on the host |
 | `batch_size` | attr, int >= 1 | samples in the step's global batch |
 | `num_samples` | attr, int | rows produced (`None`/-1: the whole batch) |
 

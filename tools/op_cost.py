@@ -51,20 +51,21 @@ def _on_cpu(make):
 # the parts exchange it every iteration). reshape's shape is a host-memory input of the GPU
 # kernel; an int32 constant made on the GPU device lives in host memory but in the GPU's
 # part, one made on /CPU:0 in the host's part. So with a generator's first_sample: an int64
-# tensor made on /CPU:0 (here passed in from outside the tf.function) is in the host's
-# part; the wrappers' own, an int32 constant on the op's device (the "op" row), is not.
+# known only when running and made on /CPU:0 (here a host variable's value) is in the
+# host's part; what the wrappers make of a value known when tracing, an int32 constant on
+# the op's device (the "op" row), is not.
 PLACEMENT_ROWS = {
     "tf cast*mul reshape": (3, lambda c, s: [tf.reshape(c * tf.cast(s, tf.float32), tf.constant([16, 32]))]),
     "tf cast*mul reshape cpu": (
         3,
         lambda c, s: [tf.reshape(c * tf.cast(s, tf.float32), _on_cpu(lambda: tf.constant([16, 32])))],
     ),
-    "op first_sample outside": (
+    "op first_sample host variable": (
         1,
         lambda c, s: [tf_onthefly.random_batch(32, 16, seed=[1, 0], step=s, first_sample=_FIRST_SAMPLE)[0]],
     ),
 }
-_FIRST_SAMPLE = _on_cpu(lambda: tf.constant(0, tf.int64))
+_FIRST_SAMPLE = _on_cpu(lambda: tf.Variable(0, dtype=tf.int64))
 
 
 def main():

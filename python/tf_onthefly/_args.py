@@ -75,14 +75,18 @@ def int64_tensor(value, arg: str, *, unsigned_64: bool = False) -> tf.Tensor:
 
 def index_tensor(value, arg: str) -> tf.Tensor:
     """An int32 or int64 tensor for first_sample, which every kernel reads in host memory.
-    int32 and int64 tensors pass as they are, other integer tensors become int64. A Python
-    or NumPy integer in [0, 2^31) becomes an int32 constant on the device of the op that
-    reads it: TensorFlow keeps an int32 constant of the GPU device in host memory, so a step
-    on the GPU needs no node on /CPU:0 (inside a graph loop such a node would cost the loop
-    a host part that trades control with the GPU's every iteration). Anything else is made
-    on /CPU:0 by int64_tensor, which checks it."""
+    A value known when tracing (a Python or NumPy integer, or an integer tensor TensorFlow
+    can evaluate then, such as a constant) in [0, 2^31) becomes an int32 constant on the
+    device of the op that reads it: TensorFlow keeps an int32 constant of the GPU device in
+    host memory, so a step on the GPU needs no node on /CPU:0 (inside a graph loop such a
+    node would cost the loop a host part that trades control with the GPU's every
+    iteration). Other int32 and int64 tensors pass as they are, other integer tensors become
+    int64; anything else is made on /CPU:0 by int64_tensor, which checks it."""
     if isinstance(value, (tf.Tensor, tf.Variable)) or hasattr(value, "_as_graph_element"):
         t = tf.convert_to_tensor(value)
+        known = tf.get_static_value(t) if t.dtype.is_integer and t.shape.rank == 0 else None
+        if known is not None and 0 <= int(known) <= INT32_MAX:
+            return tf.constant(int(known), tf.int32)
         if t.dtype in (tf.int32, tf.int64):
             return t
     elif _is_integer(value) and 0 <= int(value) <= INT32_MAX:
