@@ -82,15 +82,16 @@ def index_tensor(value, arg: str) -> tf.Tensor:
     node would cost the loop a host part that trades control with the GPU's every
     iteration). Other int32 and int64 tensors pass as they are, other integer tensors become
     int64; anything else is made on /CPU:0 by int64_tensor, which checks it."""
+    t = None
     if isinstance(value, (tf.Tensor, tf.Variable)) or hasattr(value, "_as_graph_element"):
         t = tf.convert_to_tensor(value)
         known = tf.get_static_value(t) if t.dtype.is_integer and t.shape.rank == 0 else None
-        if known is not None and 0 <= int(known) <= INT32_MAX:
-            return tf.constant(int(known), tf.int32)
-        if t.dtype in (tf.int32, tf.int64):
-            return t
-    elif _is_integer(value) and 0 <= int(value) <= INT32_MAX:
-        return tf.constant(int(value), tf.int32)
+    else:
+        known = value if _is_integer(value) else None
+    if known is not None and 0 <= int(known) <= INT32_MAX:
+        return tf.constant(int(known), tf.int32)
+    if t is not None and t.dtype in (tf.int32, tf.int64):
+        return t
     with tf.device("/CPU:0"):
         return int64_tensor(value, arg)
 

@@ -161,9 +161,8 @@ def replica_shard(global_batch_size: int):
         return int(static) * per_replica, per_replica
     # The replica id is an int32 tensor; int32 arithmetic on the GPU device runs in host
     # memory, where the kernels read first_sample. int64 only where int32 cannot hold it.
-    if global_batch_size - per_replica > _args.INT32_MAX:
-        return tf.cast(replica, tf.int64) * per_replica, per_replica
-    return tf.cast(replica, tf.int32) * per_replica, per_replica
+    dtype = tf.int32 if global_batch_size - per_replica <= _args.INT32_MAX else tf.int64
+    return tf.cast(replica, dtype) * per_replica, per_replica
 
 
 def sharded(generator: Callable[..., Any], global_batch_size: int) -> Callable[[tf.Tensor], Any]:
