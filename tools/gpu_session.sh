@@ -10,9 +10,10 @@
 #   bash tools/gpu_session.sh steps      # per-step cost, all three of:
 #   bash tools/gpu_session.sh cost       #   op_cost (TF's ops and the placement rows; under XLA)
 #   bash tools/gpu_session.sh bench      #   the bench's rows (3 rounds of 1 s)
+#   bash tools/gpu_session.sh big        # wide and cnn at fit64 alone (5 rounds), and the wide step's trace
 #   bash tools/gpu_session.sh copies     #   PCIe traffic per step, one GPU and mirrored
 #   bash tools/gpu_session.sh trace      # where a step's time goes, path by path (step_timeline)
-#   bash tools/gpu_session.sh mirrored   # PCIe traffic and copies under MirroredStrategy
+#   bash tools/gpu_session.sh mirrored [--attribute]  # PCIe traffic and copies under MirroredStrategy
 #   bash tools/gpu_session.sh rates      # rates with peers, op timelines
 #   bash tools/gpu_session.sh sanitize   # compute-sanitizer memcheck/racecheck, the demo
 # Logs go to $OUT (the device tool brings them back).
@@ -69,6 +70,17 @@ case "${1:-tests}" in
       --paths=constant,op-in-step,tf-stateless --seconds=1 --out="$OUT/bench_wide_cnn" > "$OUT/bench_wide_cnn.log" 2>&1
     for f in bench_old bench_seed bench_wide_cnn; do grep -E "^\S+ +[0-9]+ (fit|loop)" "$OUT/$f.log" >> "$S"; done
     ;;&
+  big)
+    # wide and cnn at steps_per_execution 64 (5 rounds), then where the wide step's time goes
+    with $new python3 -m tf_onthefly.bench --device=gpu --configs=wide,cnn --modes=fit64 --jit=off,on \
+      --paths=constant,op-in-step,tf-stateless --seconds=1 --rounds=5 --out="$OUT/bench_big" > "$OUT/bench_big.log" 2>&1
+    grep -E "^\S+ +[0-9]+ (fit|loop)" "$OUT/bench_big.log" >> "$S"
+    for spec in "--mode=fit64 --jit" "--mode=fit64"; do
+      echo "== wide $spec" >> "$OUT/step_timeline.log"
+      with $new timeout 150 python3 tools/step_timeline.py --config=wide $spec >> "$OUT/step_timeline.log" 2>>"$OUT/trace.err"
+    done
+    grep -E "^==|against" "$OUT/step_timeline.log" >> "$S"
+    ;;
   copies|steps)
     # PCIe traffic per step beyond the constant batch (NVML), one GPU and MirroredStrategy
     with $new timeout 300 python3 tests/gpu_no_copy_profile.py > "$OUT/no_copy.log" 2>&1
@@ -86,8 +98,9 @@ case "${1:-tests}" in
     grep -E "^==|against" "$OUT/step_timeline.log" >> "$S"
     ;;
   mirrored)
-    with $new timeout 240 python3 tests/gpu_no_copy_profile.py --mirrored --spe=1 > "$OUT/no_copy_mirrored.log" 2>&1
-    grep -E "beyond|^\{" "$OUT/no_copy_mirrored.log" | cut -c1-400 >> "$S"
+    shift || true  # further arguments go to the profile (--attribute, --spe=...)
+    with $new timeout 400 python3 tests/gpu_no_copy_profile.py --mirrored --spe=1 "$@" > "$OUT/no_copy_mirrored.log" 2>&1
+    grep -E "beyond|^\{|memcpy_details" "$OUT/no_copy_mirrored.log" | cut -c1-400 >> "$S"
     ;;
   smoke)
     (cd /tmp && with $new python3 -m tf_onthefly.info && with $new python3 "$OLDPWD/tests/wheel_smoke.py" --any-location) \

@@ -8,9 +8,9 @@ one tf.function call runs 64 training steps in a graph loop; fitN: model.fit wit
 steps_per_execution=N), warms it up, traces `calls` executions with the TF profiler (device
 events need CUPTI) and prints per step:
   - the wall time, the GPU's busy and idle time, kernels and copies by direction;
-  - the host events (TensorFlow's op annotations, CUDA API calls) summed by name, and
-    for every path after the first, the names whose time per step differs most from the
-    first path's: what the extra time of a path is spent on.
+  - the host events (TensorFlow's op annotations, CUDA API calls) and the GPU's kernels and
+    copies, each summed by name, and for every path after the first, the names whose time
+    per step differs most from the first path's: what the extra time of a path is spent on.
 """
 
 import argparse
@@ -56,7 +56,9 @@ def summarize(wall, planes, steps):
         key=lambda e: e[1],
     )
     busy, last_end, kinds = 0.0, None, collections.Counter()
+    device = collections.defaultdict(float)  # kernel or copy name -> us per step on the GPU
     for name, start, dur in gpu:
+        device[re.sub(r"\d+", "#", name.split("(")[0])[:60]] += dur / 1e6 / steps
         end = start + dur
         if last_end is None or start >= last_end:
             busy += dur
@@ -77,7 +79,7 @@ def summarize(wall, planes, steps):
         gpu_busy_us=busy / 1e6 / steps,
         **{f"{k}_per_step": v / steps for k, v in sorted(kinds.items())},
     )
-    return row, host
+    return row, host, device
 
 
 def main():
@@ -102,19 +104,25 @@ def main():
             run(steps)  # trace, warm up
             results[path] = summarize(*trace(run, steps), steps)
     first = next(iter(results))
-    for path, (row, host) in results.items():
+    for path, (row, host, device) in results.items():
         print(
             f"== {args.config} {args.mode} {path}{' jit' if args.jit else ''}: "
             + ", ".join(f"{k} {v:.1f}" for k, v in row.items())
         )
         for name, us in sorted(host.items(), key=lambda kv: -kv[1])[: args.top]:
             print(f"  host {us:9.1f} us/step  {name}")
+        for name, us in sorted(device.items(), key=lambda kv: -kv[1])[: args.top]:
+            print(f"  gpu  {us:9.1f} us/step  {name}")
         if path != first:
-            base = results[first][1]
-            diff = {n: host.get(n, 0.0) - base.get(n, 0.0) for n in set(host) | set(base)}
-            print(f"  against {first}: wall {row['wall_us'] - results[first][0]['wall_us']:+.1f} us/step; host events:")
-            for name, us in sorted(diff.items(), key=lambda kv: -abs(kv[1]))[: args.top]:
-                print(f"  diff {us:+9.1f} us/step  {name}")
+            base_row, base_host, base_device = results[first]
+            print(
+                f"  against {first}: wall {row['wall_us'] - base_row['wall_us']:+.1f} us/step, "
+                f"GPU busy {row['gpu_busy_us'] - base_row['gpu_busy_us']:+.1f} us/step; host and GPU events:"
+            )
+            for kind, mine, base in (("diff", host, base_host), ("gpu diff", device, base_device)):
+                diff = {n: mine.get(n, 0.0) - base.get(n, 0.0) for n in set(mine) | set(base)}
+                for name, us in sorted(diff.items(), key=lambda kv: -abs(kv[1]))[: args.top]:
+                    print(f"  {kind} {us:+9.1f} us/step  {name}")
 
 
 if __name__ == "__main__":
