@@ -1,6 +1,6 @@
 """Counts host<->device traffic in steady-state training steps (run on a GPU machine).
 
-    python3 tests/gpu_no_copy_profile.py [--mirrored [--spe=1,64]]
+    python3 tests/gpu_no_copy_profile.py [--mirrored [--spe=1,64] [--attribute]]
 
 Trains the same small model several ways and, for each, measures what crosses between host
 and device per step, counted by the GPU itself: NVML's PCIe RX (host to device) and TX
@@ -14,12 +14,17 @@ can load CUPTI.) The paths, each with steps_per_execution 1 and 64:
   python:   tf_onthefly.data.from_python (NumPy batches)
 The device path should move no batch bytes host to device and nothing device to host beyond
 the constant batch's baseline: its step counter lives on the GPU. --mirrored runs the
-constant and device paths under MirroredStrategy over two logical GPUs (data.sharded).
+constant and device paths under MirroredStrategy over two logical GPUs (data.sharded);
+--attribute adds rows that each change one thing in the device path (the shard's
+first_sample, the step, the generator and its run time, TensorFlow's own ops in its place)
+and a second constant row: which part of the path any extra traffic comes with, and how
+far two identical rows differ.
 """
 
 import glob
 import json
 import os
+import re
 import sys
 import tempfile
 
@@ -32,6 +37,7 @@ from tf_onthefly import data
 
 BATCH, DIM, STEPS = 4096, 256, 40
 BATCH_BYTES = BATCH * DIM * 4 + BATCH * 4
+DETAILS_SEEN = set()  # memcpy_details strings of the trace, printed once: what the counts read
 
 
 def gen(step):
@@ -80,9 +86,9 @@ def count_copies(logdir):
                     for st in list(ev.stats) + list(plane.event_metadata[ev.metadata_id].stats):
                         stat = stat_names.get(st.metadata_id)
                         if stat == "memcpy_details":
-                            for part in st.str_value.split():
-                                if part.startswith("num_bytes:"):
-                                    nbytes = int(part.split(":")[1])
+                            found = re.search(r"num_bytes:\s*(\d+)", st.str_value)
+                            DETAILS_SEEN.add(st.str_value[:160])
+                            nbytes = int(found.group(1)) if found else nbytes
                         elif stat in ("tf_op", "hlo_op", "kernel_details") and st.str_value:
                             op = op or st.str_value[:80]
                     key = (direction, nbytes, op)
@@ -148,6 +154,9 @@ def profile(name, model, dataset, spe):
         trace_largest_copies=largest,
     )
     print(json.dumps(row), flush=True)
+    if DETAILS_SEEN:
+        print("memcpy_details, e.g.:", sorted(DETAILS_SEEN)[:3], flush=True)
+        DETAILS_SEEN.clear()
     return row
 
 
@@ -198,6 +207,30 @@ def main():
     return 0 if ok else 2
 
 
+def attribution_variants(n):
+    """Generators of n samples that each differ from the device path (teacher_task through
+    data.sharded) in one thing: which part of the path extra traffic comes with."""
+
+    def zero_labels(x):
+        return x, tf.zeros([n, 1], tf.int32)
+
+    def tf_matmuls(step):  # TensorFlow's own ops, ~ms of GPU time per step, then a zero batch
+        a = tf.fill([4096, 4096], tf.cast(step, tf.float32) * 1e-9)
+        for _ in range(4):
+            a = tf.linalg.matmul(a, a)
+        return zero_labels(tf.zeros([n, DIM]) + 0.0 * tf.reduce_mean(a))
+
+    return {
+        "unsharded": lambda step: tf_onthefly.teacher_task(n, DIM, seed=1, step=step),
+        "step unread": lambda step: tf_onthefly.teacher_task(n, DIM, seed=1, step=0),
+        "teacher_task 4 hidden": lambda step: tf_onthefly.teacher_task(n, DIM, seed=1, step=step, hidden=4),
+        "random_batch": lambda step: zero_labels(tf_onthefly.random_batch(n, DIM, seed=1, step=step)[0]),
+        "random data": lambda step: (tf.random.normal([n, DIM]), tf.random.uniform([n, 1], 0, 4, tf.int32)),
+        "tf matmuls": tf_matmuls,
+        "constant again": lambda step: zero_labels(tf.zeros([n, DIM])),
+    }
+
+
 def mirrored():
     """The device path under MirroredStrategy (two logical GPUs, data.sharded) next to a
     constant batch under the same strategy."""
@@ -219,6 +252,11 @@ def mirrored():
             device_model = compile_(data.GeneratorModel(make(), shard), spe)
         rows["constant", spe] = profile("mirrored constant", const_model, ticks, spe)
         rows["device", spe] = profile("mirrored device", device_model, ticks, spe)
+        if "--attribute" in sys.argv:
+            for name, generator in attribution_variants(BATCH // 2).items():
+                with strategy.scope():
+                    model = compile_(data.GeneratorModel(make(), generator), spe)
+                rows[name, spe] = profile(f"mirrored {name}", model, ticks, spe)
         base, r = rows["constant", spe], rows["device", spe]
         print(
             f"MirroredStrategy x2, steps_per_execution={spe}: device path beyond the constant batch: "
