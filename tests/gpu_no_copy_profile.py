@@ -94,8 +94,8 @@ def count_copies(logdir):
     htod = [(b, n) for (d, b, _), n in by_kind.items() if d == "HtoD"]
     largest = sorted(((b * n, n, d, b, op) for (d, b, op), n in by_kind.items()), reverse=True)[:8]
     # TensorFlow 2.21's traces leave memcpy_details empty on this GPU: bytes unknown, not 0
-    nbytes = sum(b * n for b, n in htod) if any(b for b, _ in htod) else None
-    return sum(n for _, n in htod), nbytes, largest
+    htod_bytes = sum(b * n for b, n in htod) if any(b for b, _ in htod) else None
+    return sum(n for _, n in htod), htod_bytes, largest
 
 
 def pcie_per_step(model, dataset, steps_per_call, seconds=6.0):

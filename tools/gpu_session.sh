@@ -10,8 +10,8 @@
 #   bash tools/gpu_session.sh steps      # per-step cost, all three of:
 #   bash tools/gpu_session.sh cost       #   op_cost (TF's ops and the placement rows; under XLA)
 #   bash tools/gpu_session.sh bench      #   the bench's rows (3 rounds of 1 s)
-#   bash tools/gpu_session.sh big        # wide and cnn at fit64 alone (5 rounds), and the wide step's trace
 #   bash tools/gpu_session.sh copies     #   PCIe traffic per step, one GPU and mirrored
+#   bash tools/gpu_session.sh big        # wide and cnn at fit64 alone (5 rounds), and the wide step's trace
 #   bash tools/gpu_session.sh trace      # where a step's time goes, path by path (step_timeline)
 #   bash tools/gpu_session.sh mirrored [--attribute]  # PCIe traffic and copies under MirroredStrategy
 #   bash tools/gpu_session.sh rates      # rates with peers, op timelines
@@ -38,6 +38,7 @@ elif [ ! -d $old/tf_onthefly ] && ls .devtf/artifacts/baseline-*.py >/dev/null 2
 fi
 S=$OUT/summary.txt
 with() { local pkg=$1; shift; PYTHONPATH=$pkg:$PYTHONPATH "$@"; }
+bench_rows() { for f in "$@"; do grep -E "^\S+ +[0-9]+ (fit|loop)" "$OUT/$f.log" >> "$S"; done; }
 case "${1:-tests}" in
   tests)
     (nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; date -u; with $new python3 -m tf_onthefly.info) > "$OUT/gpu.txt" 2>&1
@@ -68,13 +69,13 @@ case "${1:-tests}" in
       --paths=constant,numpy,op-in-step,tf-stateless --seconds=1 --out="$OUT/bench_seed" > "$OUT/bench_seed.log" 2>&1
     with $new python3 -m tf_onthefly.bench --device=gpu --configs=wide,cnn --modes=fit64 --jit=off,on \
       --paths=constant,op-in-step,tf-stateless --seconds=1 --out="$OUT/bench_wide_cnn" > "$OUT/bench_wide_cnn.log" 2>&1
-    for f in bench_old bench_seed bench_wide_cnn; do grep -E "^\S+ +[0-9]+ (fit|loop)" "$OUT/$f.log" >> "$S"; done
+    bench_rows bench_old bench_seed bench_wide_cnn
     ;;&
   big)
     # wide and cnn at steps_per_execution 64 (5 rounds), then where the wide step's time goes
     with $new python3 -m tf_onthefly.bench --device=gpu --configs=wide,cnn --modes=fit64 --jit=off,on \
       --paths=constant,op-in-step,tf-stateless --seconds=1 --rounds=5 --out="$OUT/bench_big" > "$OUT/bench_big.log" 2>&1
-    grep -E "^\S+ +[0-9]+ (fit|loop)" "$OUT/bench_big.log" >> "$S"
+    bench_rows bench_big
     for spec in "--mode=fit64 --jit" "--mode=fit64"; do
       echo "== wide $spec" >> "$OUT/step_timeline.log"
       with $new timeout 150 python3 tools/step_timeline.py --config=wide $spec >> "$OUT/step_timeline.log" 2>>"$OUT/trace.err"
@@ -100,7 +101,7 @@ case "${1:-tests}" in
   mirrored)
     shift || true  # further arguments go to the profile (--attribute, --spe=...)
     with $new timeout 400 python3 tests/gpu_no_copy_profile.py --mirrored --spe=1 "$@" > "$OUT/no_copy_mirrored.log" 2>&1
-    grep -E "beyond|^\{|memcpy_details" "$OUT/no_copy_mirrored.log" | cut -c1-400 >> "$S"
+    grep -E "beyond|^\{" "$OUT/no_copy_mirrored.log" | cut -c1-400 >> "$S"
     ;;
   smoke)
     (cd /tmp && with $new python3 -m tf_onthefly.info && with $new python3 "$OLDPWD/tests/wheel_smoke.py" --any-location) \
