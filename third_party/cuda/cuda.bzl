@@ -9,9 +9,21 @@ load("@local_config_cuda//:defs.bzl", "CUDA_ARCHS", "CUDA_CLANG", "CUDA_PATH", "
 
 # -ffp-contract=off: no fused multiply-adds the CPU build would not also do, so float
 # outputs can be bit-identical on CPU and GPU (docs/counter-contract.md).
+# CCCL (CUB, Thrust, libcudacxx, on the include path from cuda_configure.bzl) as nvcc
+# compiles it, which takes three things with clang-16:
+# - -fcuda-allow-variadic-functions: CCCL declares variadic device functions (never called
+#   with variadic arguments) that nvcc accepts and clang refuses without it ("CUDA device
+#   code does not support variadic functions");
+# - CCCL_IGNORE_DEPRECATED_API: CCCL 2.8 marks deprecated functions with [[deprecated]]
+#   after their __host__ __device__ attributes, where clang reads it as applying to the
+#   return type and refuses it (only the deprecation warnings are lost);
+# - clang_cuda_prelude.h (-include, in the rule below): see the file.
 CUDA_COPTS = [
     "-x",
     "cuda",
+    "-Xclang",
+    "-fcuda-allow-variadic-functions",
+    "-DCCCL_IGNORE_DEPRECATED_API",
     "-std=c++17",
     "-O3",
     "-fPIC",
@@ -39,6 +51,7 @@ def _cuda_objects_impl(ctx):
         out = ctx.actions.declare_file("_cuda_objs/%s/%s.pic.o" % (ctx.label.name, stem))
         args = ctx.actions.args()
         args.add_all(CUDA_COPTS)
+        args.add("-include", ctx.file._prelude.path)
         args.add_all(ctx.attr.copts)
         args.add("-iquote", ".")
         args.add("-iquote", ctx.bin_dir.path)
@@ -47,7 +60,7 @@ def _cuda_objects_impl(ctx):
         ctx.actions.run(
             executable = CUDA_CLANG,
             arguments = [args],
-            inputs = depset([src], transitive = [headers]),
+            inputs = depset([src, ctx.file._prelude], transitive = [headers]),
             outputs = [out],
             mnemonic = "CudaCompile",
             progress_message = "Compiling CUDA %s" % src.short_path,
@@ -63,6 +76,7 @@ cuda_objects = rule(
         "hdrs": attr.label_list(allow_files = [".h"]),
         "deps": attr.label_list(providers = [CcInfo]),
         "copts": attr.string_list(),
+        "_prelude": attr.label(default = "//third_party/cuda:clang_cuda_prelude.h", allow_single_file = True),
     },
     doc = "Compiles CUDA sources with clang for every configured GPU architecture.",
 )
