@@ -9,6 +9,7 @@ wheel, the bench and rates tools and the op reference docs/ops.md.
 """
 
 GENERATORS = [
+    "drift_walk",
     "procedural_shapes",
     "random_batch",
     "random_walk",

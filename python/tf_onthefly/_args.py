@@ -96,6 +96,34 @@ def index_tensor(value, arg: str) -> tf.Tensor:
         return int64_tensor(value, arg)
 
 
+def input_tensor(value, arg: str, dtype: tf.DType) -> tf.Tensor:
+    """A tensor of `dtype` for a generator's own tensor input. A tensor or variable must have
+    that dtype already (converting it would hide a mistake: a float64 table, an int32
+    count); Python and NumPy values are converted by the attribute rules, element by
+    element: integers within the type, floats within float32 (NaN and infinities pass for
+    the op to judge and name), never a float truncated to an integer. The op checks the
+    shape and, where the values are in host memory, the values."""
+    if isinstance(value, (tf.Tensor, tf.Variable)) or hasattr(value, "_as_graph_element"):
+        t = tf.convert_to_tensor(value)
+        if t.dtype != dtype:
+            refuse(arg, f"must be a {dtype.name} tensor, got dtype {t.dtype.name}")
+        return t
+    array = np.asarray(value)
+    if array.dtype.kind not in "iuf" or array.dtype == np.bool_:
+        refuse(arg, f"must be {dtype.name} numbers, got {array.dtype} values")
+    if dtype.is_integer:
+        if array.dtype.kind == "f":
+            refuse(arg, f"must be {dtype.name} integers, got {array.dtype} values")
+        info = np.iinfo(dtype.as_numpy_dtype)
+        if array.size and (array.min() < info.min or array.max() > info.max):
+            refuse(arg, f"must be {dtype.name} integers in [{info.min}, {info.max}], got values in "
+                   f"[{array.min()}, {array.max()}]")
+        return tf.constant(array.astype(dtype.as_numpy_dtype))
+    for v in array.ravel():
+        float_value(v, arg)
+    return tf.constant(array.astype(dtype.as_numpy_dtype))
+
+
 def attr_value(value, attr):
     """`value` for the op attribute `attr` (an OpDef.AttrDef). An int attribute named
     *_seed is a seed: a 64-bit word like the seed input. Types and strings must be among

@@ -1,7 +1,8 @@
 """The Python half of the generator SDK: the registry, and one call that wraps any generator op.
 
 Every generator op (tf_ops/sdk) takes seed, step and first_sample tensors and the
-batch_size and num_samples attributes, plus its own attributes. A generator's module
+batch_size and num_samples attributes, plus its own attributes and tensor inputs. A
+generator's module
 (python/tf_onthefly/<name>.py) defines its wrapper, which calls `call_generator`, and
 registers it once with `register`: that marks the op not differentiable and lists it, with
 example arguments, in REGISTRY and GENERATORS, which every tool and test iterates (the
@@ -62,7 +63,8 @@ def op_function(op: str) -> Callable:
     return getattr(_load.ops, re.sub(r"(?<!^)(?=[A-Z])", "_", op.replace(">", "")).lower())
 
 
-_SDK_INPUTS = ("seed", "step", "first_sample")
+# seed, step and first_sample: the inputs every generator op starts with (tf_ops/sdk).
+COMMON_INPUTS = 3
 
 
 def call_generator(
@@ -74,19 +76,28 @@ def call_generator(
     first_sample=0,
     num_samples: Optional[int] = None,
     name: Optional[str] = None,
-    **attrs,
+    **arguments,
 ):
     """Calls generator op `op` with every argument converted and checked by one rule per
     OpDef type (tf_onthefly/_args.py): seeds and steps as 64-bit words, integers within
-    int64, floats within float32, never a float truncated to an integer."""
-    attr_defs = {a.name: a for a in op_def_registry.get(op).attr}
+    int64, floats within float32, never a float truncated to an integer; the generator's
+    own tensor inputs (named like the op's inputs) as tensors of their dtype."""
+    op_def = op_def_registry.get(op)
+    attr_defs = {a.name: a for a in op_def.attr}
+    input_defs = {a.name: a for a in op_def.input_arg[COMMON_INPUTS:]}
     converted = {}
     for arg, value in dict(
-        attrs, batch_size=batch_size, num_samples=-1 if num_samples is None else num_samples
+        arguments, batch_size=batch_size, num_samples=-1 if num_samples is None else num_samples
     ).items():
-        if arg not in attr_defs:
+        if arg in input_defs:
+            converted[arg] = _args.input_tensor(value, arg, tf.as_dtype(input_defs[arg].type))
+        elif arg in attr_defs:
+            converted[arg] = _args.attr_value(value, attr_defs[arg])
+        else:
             raise TypeError(f"{op} has no argument {arg!r}")
-        converted[arg] = _args.attr_value(value, attr_defs[arg])
+    for arg in input_defs:
+        if arg not in converted:
+            raise TypeError(f"{op} needs the tensor input {arg!r}")
     with tf.name_scope(name or op.split(">")[-1]):
         # Every kernel reads first_sample in host memory (its range check must be exact and
         # an error); index_tensor makes it where that costs the step nothing. seed and step

@@ -1,7 +1,9 @@
-// The generator SDK, device side: what a generator's per-item function sees. Shared by the
-// CPU kernel (gcc), the GPU kernel (clang CUDA) and the XLA handlers; no TensorFlow headers.
+// The generator SDK, device side: what a generator's code sees. Shared by the CPU kernel
+// (gcc), the GPU kernels (clang CUDA) and the XLA handlers; no TensorFlow headers.
 //
-// A generator is one struct (docs/writing-a-generator.md):
+// A generator is one struct (docs/writing-a-generator.md) in one of two forms.
+//
+// A struct generator: the SDK launches its own grid-stride kernel over work items.
 //
 //   struct MyGen {
 //     struct Params { ... };                      // POD: parsed attributes, copied to the GPU
@@ -9,14 +11,38 @@
 //     static constexpr sdk::Stream<0> kXStream{};  // one tag per stream, ids below kNumStreams
 //     // Work items per sample (>= 1); items of one sample may run on different threads.
 //     OTF_HD static int64_t ItemsPerSample(const Params& p);
-//     // Writes work item `item` of one sample into that sample's slice of each output.
+//     // Writes work item `item` of one sample into that sample's slice of each output; a
+//     // generator with tensor inputs takes a fifth argument, const sdk::SampleInputs&.
 //     OTF_HD static void Generate(const Params& p, const sdk::SampleRng<kNumStreams>& rng,
 //                                 int64_t item, const sdk::SampleOutputs& out);
 //   };
 //
-// Everything else (op registration, shape function, CPU, GPU and XLA kernels, launch,
-// errors, Python wrapper) comes from the SDK: generator_op.h, generator_gpu.cu.h,
+// A launcher generator: the struct brings its own GPU launch (any grid, block size, shared
+// memory, CUB, several kernels, scratch memory) and, optionally, a CPU implementation in
+// the struct form's ItemsPerSample/Generate (which then run on the CPU and under XLA's Host
+// handler only). Without one, the op is GPU-only and refuses, naming itself, to run on a CPU.
+//
+//   struct MyLauncherGen {
+//     struct Params { ... };
+//     static constexpr int kNumStreams = 1;
+//     // Defined in the generator's .cu.cc: launches the generator's kernels on call.stream
+//     // and returns the first error (the SDK also checks cudaGetLastError afterwards).
+//     static cudaError_t Launch(const sdk::GpuCall<Params>& call);
+//     // Optional: XLA may record the launch into a CUDA graph (default false; see
+//     // CommandBufferCompatible).
+//     static constexpr bool kCommandBufferCompatible = true;
+//   };
+//
+// Everything else (op registration, shape function, CPU, GPU and XLA kernels, input
+// checks, errors, Python wrapper) comes from the SDK: generator_op.h, generator_gpu.cu.h,
 // generator_xla.h, python/tf_onthefly/_generator.py.
+//
+// The counter contract (docs/counter-contract.md) for a kernel of your own: derive each
+// stream's key on the device with StreamKey(call.seed_and_step, stream), and draw every
+// random number with SampleBlock(key, global sample index, block) where the global sample
+// index is call.geometry.first_sample + the row you write. Key by the global sample index,
+// never by thread id, block id or grid size: then the batch is the same on every device,
+// for every grid, and for every split of the batch over replicas.
 #ifndef TF_ONTHEFLY_SDK_GENERATOR_H_
 #define TF_ONTHEFLY_SDK_GENERATOR_H_
 
@@ -24,6 +50,7 @@
 
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "tf_ops/common/philox.h"
 #include "tf_ops/common/uniform.h"
@@ -32,6 +59,8 @@ namespace tf_onthefly {
 namespace sdk {
 
 constexpr int kMaxOutputs = 4;
+constexpr int kMaxInputs = 4;
+constexpr int kMaxInputRank = 4;
 constexpr int kMaxStreams = 8;
 
 // A random stream of a generator, named by a tag type so that SampleRng::Block can check
@@ -87,12 +116,42 @@ class SampleRng {
   uint64_t sample_;
 };
 
-// One call's geometry, computed on the host: which rows, and where each output lives.
+// The generator's own tensor inputs for one call, in the op's input order after seed, step
+// and first_sample, where the kernel runs: host memory on the CPU and in XLA's Host
+// handler, device memory on the GPU and in XLA's CUDA handler. Their shapes were checked
+// against the Config's rules (generator_config.h) before any kernel runs.
+struct Inputs {
+  int count = 0;
+  const void* data[kMaxInputs] = {};
+  int rank[kMaxInputs] = {};
+  int64_t dims[kMaxInputs][kMaxInputRank] = {};
+
+  template <typename T>
+  OTF_HD const T* get(int i) const {
+    return static_cast<const T*>(data[i]);
+  }
+  OTF_HD int64_t dim(int i, int d) const { return dims[i][d]; }
+  // Elements of input i.
+  OTF_HD int64_t size(int i) const {
+    int64_t n = 1;
+    for (int d = 0; d < rank[i]; ++d) n *= dims[i][d];
+    return n;
+  }
+};
+
+// One call's geometry, computed on the host: the global batch, which rows this call
+// produces, and where each output lives.
 struct CallGeometry {
+  int64_t batch_size;                 // samples in the step's global batch
   int64_t num_samples;                // rows produced by this call
   int64_t first_sample;               // global index of row 0
   void* base[kMaxOutputs];            // the output buffers TensorFlow or XLA allocated
   int64_t sample_bytes[kMaxOutputs];  // bytes of one sample in each output
+
+  template <typename T>
+  OTF_HD T* output(int i) const {
+    return static_cast<T*>(base[i]);
+  }
 };
 
 // One sample's slice of each output, in declaration order. The address is computed when
@@ -104,14 +163,105 @@ class SampleOutputs {
   OTF_HD T* get(int i) const {
     return reinterpret_cast<T*>(static_cast<char*>(g_.base[i]) + row_ * g_.sample_bytes[i]);
   }
+  OTF_HD int64_t row() const { return row_; }
 
  private:
   const CallGeometry& g_;
   int64_t row_;
 };
 
-// Optional GPU kernel variants: a generator whose Generate branches on Params in ways that
-// cost its inner loop (the kernel is issue-bound) may also define
+// Generate's view of the inputs for one sample: a whole input, or this sample's row of an
+// input whose first dimension is the call's rows (a Config rule of sdk::kRows).
+class SampleInputs {
+ public:
+  OTF_HD SampleInputs(const Inputs& in, int64_t row) : in_(in), row_(row) {}
+  template <typename T>
+  OTF_HD const T* get(int i) const {
+    return in_.get<T>(i);
+  }
+  template <typename T>
+  OTF_HD const T* row(int i) const {
+    return in_.get<T>(i) + row_ * (in_.size(i) / in_.dim(i, 0));
+  }
+  OTF_HD int64_t dim(int i, int d) const { return in_.dim(i, d); }
+  OTF_HD int64_t size(int i) const { return in_.size(i); }
+
+ private:
+  const Inputs& in_;
+  int64_t row_;
+};
+
+// Device memory a launcher generator may ask for during its launch, for work of that launch
+// only: stream-ordered on the call's stream (TensorFlow's allocate_temp, XLA's scratch
+// allocator), so it may be reused once the launch's work on the stream is done. Returns
+// nullptr when the device cannot give it; the SDK then reports the refusal with the op's
+// name and the bytes asked, whatever the launch returns.
+class ScratchAllocator {
+ public:
+  using AllocateFn = void* (*)(void* context, int64_t bytes);
+  ScratchAllocator(AllocateFn allocate, void* context) : allocate_(allocate), context_(context) {}
+  void* Allocate(int64_t bytes) const { return allocate_(context_, bytes); }
+  template <typename T>
+  T* Allocate(int64_t count) const {
+    return static_cast<T*>(Allocate(count * static_cast<int64_t>(sizeof(T))));
+  }
+
+ private:
+  AllocateFn allocate_;
+  void* context_;
+};
+
+// Everything one GPU call hands a launcher generator: its Params, geometry and outputs, the
+// seed and step and the inputs in device memory, the stream to launch on (TensorFlow's, or
+// XLA's under jit_compile) and a scratch allocator.
+template <typename Params>
+struct GpuCall {
+  const Params& params;
+  const CallGeometry& geometry;
+  const SeedAndStep& seed_and_step;
+  const Inputs& inputs;
+  cudaStream_t stream;
+  const ScratchAllocator& scratch;
+};
+
+// Whether Gen is a launcher generator (it defines Launch).
+template <typename Gen, typename = void>
+struct HasGpuLaunch : std::false_type {};
+template <typename Gen>
+struct HasGpuLaunch<Gen, std::void_t<decltype(Gen::Launch(
+                             std::declval<const GpuCall<typename Gen::Params>&>()))>>
+    : std::true_type {};
+
+// Whether Gen has a CPU implementation: the struct form's ItemsPerSample and Generate.
+template <typename Gen, typename = void>
+struct HasCpu : std::false_type {};
+template <typename Gen>
+struct HasCpu<Gen, std::void_t<decltype(Gen::ItemsPerSample(
+                       std::declval<const typename Gen::Params&>()))>> : std::true_type {};
+
+// Whether XLA may record Gen's GPU launch into a CUDA graph with the fusions around it
+// (XLA command buffers). The SDK's own kernel may: it only launches on the given stream and
+// touches no memory but its buffers. A launcher generator may only if it says so
+// (kCommandBufferCompatible = true): its launch must then not synchronise, query or
+// allocate outside the scratch allocator, and must launch the same work on every call.
+template <typename Gen, typename = void>
+struct CommandBufferCompatible : std::bool_constant<!HasGpuLaunch<Gen>::value> {};
+template <typename Gen>
+struct CommandBufferCompatible<Gen, std::void_t<decltype(Gen::kCommandBufferCompatible)>>
+    : std::bool_constant<Gen::kCommandBufferCompatible> {};
+
+// Whether Gen's Generate takes the inputs (a fifth argument).
+template <typename Gen, typename = void>
+struct TakesInputs : std::false_type {};
+template <typename Gen>
+struct TakesInputs<Gen, std::void_t<decltype(Gen::Generate(
+                            std::declval<const typename Gen::Params&>(),
+                            std::declval<const SampleRng<Gen::kNumStreams>&>(), int64_t{0},
+                            std::declval<const SampleOutputs&>(),
+                            std::declval<const SampleInputs&>()))>> : std::true_type {};
+
+// Optional GPU kernel variants of a struct generator whose Generate branches on Params in
+// ways that cost its inner loop (the kernel is issue-bound):
 //   static constexpr int kNumVariants = N;                  // >= 2
 //   OTF_HD static int Variant(const Params&);                // 0 .. N-1, per call
 //   template <int V> OTF_HD static void GenerateVariant(...)  // Generate's arguments
@@ -136,13 +286,21 @@ int VariantOf(const typename Gen::Params& p) {
 // Runs work item `item` of row `row` with variant V: the body the CPU loop and the GPU
 // kernel share.
 template <typename Gen, int V = 0>
-OTF_HD void RunItem(const typename Gen::Params& p, const CallGeometry& g, const PhiloxKey* keys,
-                    int64_t row, int64_t item) {
+OTF_HD void RunItem(const typename Gen::Params& p, const CallGeometry& g, const Inputs& in,
+                    const PhiloxKey* keys, int64_t row, int64_t item) {
   const SampleRng<Gen::kNumStreams> rng(keys, static_cast<uint64_t>(g.first_sample + row));
-  if constexpr (NumVariants<Gen>::value > 1) {
-    Gen::template GenerateVariant<V>(p, rng, item, SampleOutputs(g, row));
+  const SampleOutputs out(g, row);
+  if constexpr (TakesInputs<Gen>::value) {
+    const SampleInputs sample_in(in, row);
+    if constexpr (NumVariants<Gen>::value > 1) {
+      Gen::template GenerateVariant<V>(p, rng, item, out, sample_in);
+    } else {
+      Gen::Generate(p, rng, item, out, sample_in);
+    }
+  } else if constexpr (NumVariants<Gen>::value > 1) {
+    Gen::template GenerateVariant<V>(p, rng, item, out);
   } else {
-    Gen::Generate(p, rng, item, SampleOutputs(g, row));
+    Gen::Generate(p, rng, item, out);
   }
 }
 
@@ -171,26 +329,26 @@ struct HasSampleCpu<Gen, std::void_t<decltype(Gen::GenerateSampleCpu(
 // Rows [begin, end) of a call on the CPU, with the call's stream keys (StreamKey of every
 // stream). The TF kernel shards rows over its thread pool, the XLA Host handler over XLA's.
 template <typename Gen>
-void FillRowsCpu(const typename Gen::Params& p, const CallGeometry& g, const PhiloxKey* keys,
-                 int64_t begin, int64_t end) {
+void FillRowsCpu(const typename Gen::Params& p, const CallGeometry& g, const Inputs& in,
+                 const PhiloxKey* keys, int64_t begin, int64_t end) {
   const int64_t items = Gen::ItemsPerSample(p);
   for (int64_t row = begin; row < end; ++row) {
     if constexpr (HasSampleCpu<Gen>::value) {
       const SampleRng<Gen::kNumStreams> rng(keys, static_cast<uint64_t>(g.first_sample + row));
       if (Gen::GenerateSampleCpu(p, rng, SampleOutputs(g, row))) continue;
     }
-    for (int64_t item = 0; item < items; ++item) RunItem<Gen>(p, g, keys, row, item);
+    for (int64_t item = 0; item < items; ++item) RunItem<Gen>(p, g, in, keys, row, item);
   }
 }
 #endif
 
-// The GPU launcher, defined for each generator by OTF_DEFINE_GPU_GENERATOR in its .cu.cc
-// (generator_gpu.cu.h): launches the generator's kernel on `stream` and returns the
-// launch's error. The op kernel (generator_op.h) and the XLA CUDA handler
-// (generator_xla.h) turn a failure into an error that names the op.
+// The GPU launch of generator Gen, instantiated for each generator by
+// OTF_DEFINE_GPU_GENERATOR in its .cu.cc (generator_gpu.cu.h): the SDK's grid-stride kernel
+// for a struct generator, Gen::Launch for a launcher generator; returns the first CUDA
+// error. The op kernel (generator_op.h) and the XLA CUDA handler (generator_xla.h) turn a
+// failure into an error that names the op.
 template <typename Gen>
-cudaError_t LaunchGenerator(const typename Gen::Params& p, const CallGeometry& g,
-                            const SeedAndStep& in, cudaStream_t stream);
+cudaError_t LaunchGenerator(const GpuCall<typename Gen::Params>& call);
 
 }  // namespace sdk
 }  // namespace tf_onthefly

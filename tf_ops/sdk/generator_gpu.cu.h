@@ -1,18 +1,20 @@
-// The generator SDK, GPU side: the grid-stride kernel and the launcher every generator gets.
-// A generator's .cu.cc includes this and its own header, then says
+// The generator SDK, GPU side: the grid-stride kernel of struct generators and the launch
+// every generator gets. A generator's .cu.cc includes this and its own header, then says
 //   OTF_DEFINE_GPU_GENERATOR(MyGen);
 //
-// The ladder: GeneratorKernel (the __global__ function) <- LaunchGenerator (picks the
-// kernel for the call, sizes its grid, launches it on the given stream, returns the
-// cudaError_t) <- the op kernel (generator_op.h) or XLA CUDA handler (generator_xla.h),
-// which turns an error into one that names the op.
+// The launch path, three calls from the op to the runtime: the op kernel (generator_op.h)
+// or XLA CUDA handler (generator_xla.h) calls LaunchGenerator, which picks the kernel for
+// the call and sizes its grid (LaunchUnits) and launches it with LaunchKernel
+// (gpu_launch.h) -> cudaLaunchKernel; a launcher generator's LaunchGenerator calls its own
+// Launch instead. Every error comes back as a cudaError_t, and the caller turns it into
+// an error that names the op.
 #ifndef TF_ONTHEFLY_SDK_GENERATOR_GPU_CU_H_
 #define TF_ONTHEFLY_SDK_GENERATOR_GPU_CU_H_
 
 #include <cstdint>
 
-#include "tf_ops/common/gpu_launch.h"
 #include "tf_ops/sdk/generator.h"
+#include "tf_ops/sdk/gpu_launch.h"
 
 namespace tf_onthefly {
 namespace sdk {
@@ -32,13 +34,13 @@ constexpr int kGeneratorBlockThreads = 256;
 // into shared memory, and every thread keeps a copy in registers (the generators index
 // keys with compile-time stream ids).
 template <typename Gen, int V, int K, typename Index>
-__global__ void GeneratorKernel(typename Gen::Params p, CallGeometry g, SeedAndStep in,
-                                Index items_per_sample, Index groups_per_sample,
+__global__ void GeneratorKernel(typename Gen::Params p, CallGeometry g, SeedAndStep seed_step,
+                                Inputs in, Index items_per_sample, Index groups_per_sample,
                                 Index total_groups) {
   constexpr int kStreams = Gen::kNumStreams;
   __shared__ PhiloxKey block_keys[kStreams];
   if (threadIdx.x < kStreams)
-    block_keys[threadIdx.x] = StreamKey(in, static_cast<int>(threadIdx.x));
+    block_keys[threadIdx.x] = StreamKey(seed_step, static_cast<int>(threadIdx.x));
   __syncthreads();
   PhiloxKey keys[kStreams];
 #pragma unroll
@@ -56,7 +58,7 @@ __global__ void GeneratorKernel(typename Gen::Params p, CallGeometry g, SeedAndS
     for (int k = 0; k < K; ++k) {
       const Index item = group + k * groups_per_sample;
       if (K == 1 || item < items_per_sample)
-        RunItem<Gen, V>(p, g, keys, static_cast<int64_t>(row), static_cast<int64_t>(item));
+        RunItem<Gen, V>(p, g, in, keys, static_cast<int64_t>(row), static_cast<int64_t>(item));
     }
     row += stride_rows;
     group += stride_groups;
@@ -67,20 +69,25 @@ __global__ void GeneratorKernel(typename Gen::Params p, CallGeometry g, SeedAndS
   }
 }
 
-// Launches the kernel with variant V, K items per thread and index type Index.
+// Launches the kernel with variant V, K items per thread and index type Index: as many
+// blocks as are resident at once, never more than the units need.
 template <typename Gen, int V, int K, typename Index>
-cudaError_t LaunchUnits(const typename Gen::Params& p, const CallGeometry& g, const SeedAndStep& in,
-                        int64_t items, cudaStream_t stream) {
+cudaError_t LaunchUnits(const GpuCall<typename Gen::Params>& call, int64_t items) {
+  constexpr auto kKernel = &GeneratorKernel<Gen, V, K, Index>;
   const int64_t groups = (items + K - 1) / K;
-  const int64_t total = g.num_samples * groups;
-  return LaunchGridStride<&GeneratorKernel<Gen, V, K, Index>>(
-      total, kGeneratorBlockThreads, stream, p, g, in, static_cast<Index>(items),
-      static_cast<Index>(groups), static_cast<Index>(total));
+  const int64_t total = call.geometry.num_samples * groups;
+  int64_t resident = 0;
+  const cudaError_t err = ResidentBlocks<kKernel>(kGeneratorBlockThreads, &resident);
+  if (err != cudaSuccess) return err;
+  const int64_t needed = (total + kGeneratorBlockThreads - 1) / kGeneratorBlockThreads;
+  const int grid = static_cast<int>(needed < resident ? needed : resident);
+  return LaunchKernel(kKernel, dim3(grid), dim3(kGeneratorBlockThreads), 0, call.stream,
+                      call.params, call.geometry, call.seed_and_step, call.inputs, items, groups,
+                      total);
 }
 
 template <typename Gen>
-using UnitLauncher = cudaError_t (*)(const typename Gen::Params&, const CallGeometry&,
-                                     const SeedAndStep&, int64_t, cudaStream_t);
+using UnitLauncher = cudaError_t (*)(const GpuCall<typename Gen::Params>&, int64_t);
 
 // The kernel a call needs: its variant (Gen::Variant), its items per thread
 // (ItemsPerThread), and 64-bit indexing from 2^31 work items on (leaving headroom so that
@@ -101,24 +108,30 @@ UnitLauncher<Gen> UnitLauncherFor(int variant, int items_per_thread, bool wide) 
 }
 
 template <typename Gen>
-cudaError_t LaunchGenerator(const typename Gen::Params& p, const CallGeometry& g,
-                            const SeedAndStep& in, cudaStream_t stream) {
-  const int64_t items = Gen::ItemsPerSample(p);
-  const int64_t work_items = g.num_samples * items;
-  if (work_items <= 0) return cudaSuccess;
-  const bool wide = work_items >= (int64_t{1} << 31);
-  return UnitLauncherFor<Gen>(VariantOf<Gen>(p), ItemsPerThread(items), wide)(p, g, in, items,
-                                                                              stream);
+cudaError_t LaunchGenerator(const GpuCall<typename Gen::Params>& call) {
+  if constexpr (HasGpuLaunch<Gen>::value) {
+    const cudaError_t err = Gen::Launch(call);
+    // A <<<>>> launch inside Launch leaves its error in the runtime's last-error state
+    // rather than returning it: take that too, so no failed launch goes unreported.
+    const cudaError_t last = cudaGetLastError();
+    return err != cudaSuccess ? err : last;
+  } else {
+    const int64_t items = Gen::ItemsPerSample(call.params);
+    const int64_t work_items = call.geometry.num_samples * items;
+    if (work_items <= 0) return cudaSuccess;
+    const bool wide = work_items >= (int64_t{1} << 31);
+    return UnitLauncherFor<Gen>(VariantOf<Gen>(call.params), ItemsPerThread(items), wide)(call,
+                                                                                          items);
+  }
 }
 
 }  // namespace sdk
 }  // namespace tf_onthefly
 
-// Instantiates the GPU launcher of generator `Gen` (a type; may be a template-id), at
+// Instantiates the GPU launch of generator `Gen` (a type; may be a template-id), at
 // namespace scope.
-#define OTF_DEFINE_GPU_GENERATOR(...)                                               \
-  template cudaError_t tf_onthefly::sdk::LaunchGenerator<__VA_ARGS__>(              \
-      const typename __VA_ARGS__::Params&, const ::tf_onthefly::sdk::CallGeometry&, \
-      const ::tf_onthefly::sdk::SeedAndStep&, cudaStream_t)
+#define OTF_DEFINE_GPU_GENERATOR(...)                                  \
+  template cudaError_t tf_onthefly::sdk::LaunchGenerator<__VA_ARGS__>( \
+      const ::tf_onthefly::sdk::GpuCall<typename __VA_ARGS__::Params>&)
 
 #endif  // TF_ONTHEFLY_SDK_GENERATOR_GPU_CU_H_

@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "tensorflow/compiler/tf2xla/type_util.h"
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/compiler/tf2xla/xla_op_registry.h"
 #include "tensorflow/core/framework/kernel_def.pb.h"
-#include "tf_ops/sdk/generator_op.h"
 #include "xla/hlo/builder/xla_builder.h"
 #include "xla/shape_util.h"
 
@@ -35,11 +35,12 @@ std::map<std::string, XlaGeneratorOp>& Registry() {
   return *ops;
 }
 
-// "array<i8: 3, 0, -64, ...>": the Params bytes as an MLIR dense array attribute, which the
-// handler decodes to a Span<const int8_t> (floats inside keep their exact bits).
-std::string ByteArray(const std::string& bytes) {
+// "array<i8: 3, 0, -64, ...>": bytes (the Params, the value rules) as an MLIR dense array
+// attribute, which the handler decodes to a Span<const int8_t> (floats inside keep their
+// exact bits).
+std::string ByteArray(const char* bytes, size_t size) {
   std::string s = "array<i8";
-  for (size_t i = 0; i < bytes.size(); ++i)
+  for (size_t i = 0; i < size; ++i)
     absl::StrAppend(&s, i ? ", " : ": ", static_cast<int>(static_cast<int8_t>(bytes[i])));
   return s + ">";
 }
@@ -55,9 +56,13 @@ class GeneratorXlaOp : public tensorflow::XlaOpKernel {
                   absl::InternalError(absl::StrCat(op_, " has no XLA description")));
       description = it->second;
     }
-    SampleShapes shapes;
-    OP_REQUIRES_OK(ctx, description.configure(ctx, &batch_, &params_, &shapes));
-    OP_REQUIRES_OK(ctx, CheckOutputs(shapes, OutputTypes(ctx), batch_.rows()));
+    OP_REQUIRES(ctx,
+                description.has_cpu ||
+                    ctx->device_type() != tensorflow::DeviceType(tensorflow::DEVICE_CPU_XLA_JIT),
+                GpuOnlyError(op_));
+    OP_REQUIRES_OK(ctx, description.configure(ctx, &batch_, &params_, &shapes_));
+    OP_REQUIRES_OK(ctx, CheckOutputs(shapes_, OutputTypes(ctx), batch_.rows()));
+    OP_REQUIRES_OK(ctx, CheckInputCount(shapes_, ctx->num_inputs()));
     for (const auto& [types, target] : description.targets) {
       bool match = true;
       for (const TypeConstraint& t : types) {
@@ -74,7 +79,7 @@ class GeneratorXlaOp : public tensorflow::XlaOpKernel {
       xla::PrimitiveType type;
       OP_REQUIRES_OK(ctx, tensorflow::DataTypeToPrimitiveType(ctx->output_type(i), &type));
       std::vector<int64_t> dims = {batch_.rows()};
-      dims.insert(dims.end(), shapes.dims[i].begin(), shapes.dims[i].end());
+      dims.insert(dims.end(), shapes_.dims[i].begin(), shapes_.dims[i].end());
       outputs_.push_back(xla::ShapeUtil::MakeShape(type, dims));
     }
   }
@@ -87,19 +92,34 @@ class GeneratorXlaOp : public tensorflow::XlaOpKernel {
     OP_REQUIRES_OK(ctx, batch_.CheckFirstSample(first_sample));
     OP_REQUIRES_OK(ctx, CheckSeedShape(ctx->InputShape("seed")));
     OP_REQUIRES_OK(ctx, CheckScalarShape(ctx->InputShape("step"), "step"));
-    const std::string config = absl::StrCat("{first_sample = ", first_sample, " : i64, op = \"",
-                                            op_, "\", params = ", ByteArray(params_), "}");
+    std::vector<xla::XlaOp> operands = {ctx->Input(0), ctx->Input(1)};
+    std::vector<ValueRule> rules;
+    std::vector<std::string> names;
+    for (size_t i = 0; i < shapes_.inputs.size(); ++i) {
+      const int index = kCommonInputs + static_cast<int>(i);
+      OP_REQUIRES_OK(ctx, CheckInputShape(shapes_.inputs[i], true, Dims(ctx->InputShape(index)),
+                                          batch_.rows()));
+      operands.push_back(ctx->Input(index));
+      rules.push_back(shapes_.inputs[i].values);
+      names.push_back(shapes_.inputs[i].name);
+    }
+    const std::string config = absl::StrCat(
+        "{batch_size = ", batch_.batch_size, " : i64, first_sample = ", first_sample,
+        " : i64, input_names = \"", absl::StrJoin(names, ","),
+        "\", input_rules = ", ByteArray(reinterpret_cast<const char*>(rules.data()),
+                                        rules.size() * sizeof(ValueRule)),
+        ", op = \"", op_, "\", params = ", ByteArray(params_.data(), params_.size()), "}");
     const xla::XlaOp call = xla::CustomCall(
-        ctx->builder(), target_, {ctx->Input(0), ctx->Input(1)},
-        xla::ShapeUtil::MakeTupleShape(outputs_), config, /*has_side_effect=*/false,
-        /*output_operand_aliasing=*/{}, /*literal=*/nullptr, xla::CustomCallSchedule::SCHEDULE_NONE,
-        xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
+        ctx->builder(), target_, operands, xla::ShapeUtil::MakeTupleShape(outputs_), config,
+        /*has_side_effect=*/false, /*output_operand_aliasing=*/{}, /*literal=*/nullptr,
+        xla::CustomCallSchedule::SCHEDULE_NONE, xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
     for (int i = 0; i < ctx->num_outputs(); ++i) ctx->SetOutput(i, xla::GetTupleElement(call, i));
   }
 
  private:
   std::string op_, params_, target_;
   BatchAttrs batch_;
+  SampleShapes shapes_;
   std::vector<xla::Shape> outputs_;
 };
 
