@@ -5,9 +5,10 @@ own ARGUMENTS (tests/<name>_test.py) by tests/arguments.py: half entirely valid,
 one argument at an edge (integers past int32 and int64, floats where integers belong, NaN,
 infinities, subnormals, float32's limits, malformed seeds and steps). For every draw:
   - the shape function (tracing) and the kernel (eager) judge it alike: both refuse it, or
-    the trace accepts it (a refusal at run time may only concern first_sample's value);
+    the trace accepts it (a refusal at run time may only concern a value the trace cannot
+    see: first_sample's, or a tensor input's, which the CPU kernels check);
   - a refusal is an InvalidArgumentError (ValueError at trace time) whose message names
-    one of the op's arguments or outputs;
+    one of the op's arguments, tensor inputs or outputs;
   - an accepted call returns the traced shapes and outputs in the documented sets
     (output_sets in the generator's test).
 Valid calls whose outputs would exceed 32 MiB are traced but not run (CI's memory).
@@ -73,9 +74,9 @@ class FuzzTest(device_util.DeviceTestCase):
             return
         try:
             outputs = call()
-        except tf.errors.InvalidArgumentError as e:  # only first_sample's value is checked at run time
+        except tf.errors.InvalidArgumentError as e:  # values are checked at run time only
             self.outcomes["refused"] += 1
-            self.assertIn("first_sample", e.message)
+            self.assertNamesAnArgument(e, ["first_sample"] + [a.name for a in op_def.input_arg[3:]])
             return
         self.outcomes["ran"] += 1
         for t, spec_t in zip(outputs, traced):

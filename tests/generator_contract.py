@@ -1,7 +1,9 @@
 """Contract tests every generator op must pass, written once (mix into a DeviceTestCase).
 
-A test class sets `generate(batch_size, seed, step, first_sample=0, num_samples=None)`
-returning a tuple of tensors, and `batch_size` (small, for CPU runs).
+A test class sets `generate(batch_size, seed, step, first_sample=0, num_samples=None,
+**tensor_inputs)` returning a tuple of tensors, `batch_size` (small, for CPU runs) and, for
+a generator with tensor inputs of its own, `tensor_inputs` (input name -> a valid value,
+the default of `generate`).
 """
 
 import numpy as np
@@ -38,10 +40,17 @@ def train_and_score(model, make_batch, steps, learning_rate, held_out):
     return float(np.mean(np.argmax(model(x), axis=1) == y.numpy()[:, 0]))
 
 
+def _load_has_xla():
+    from tf_onthefly import _load
+
+    return _load.HAS_XLA
+
+
 class GeneratorContract:
     batch_size = 24
+    tensor_inputs = {}
 
-    def generate(self, batch_size, seed, step, first_sample=0, num_samples=None):
+    def generate(self, batch_size, seed, step, first_sample=0, num_samples=None, **tensor_inputs):
         raise NotImplementedError
 
     def assertBitsEqual(self, a, b, msg=None):
@@ -165,12 +174,56 @@ class GeneratorContract:
         for the GPU before the op runs); only first_sample is read on the host."""
         from tensorflow.python.framework import kernels
 
-        graph = tf.function(lambda: self.generate(self.batch_size, 1, 2)).get_concrete_function().graph
-        (op_type,) = {op.type for op in graph.get_operations() if op.type.startswith("OnTheFly>")}
-        gpu = [k for k in kernels.get_registered_kernels_for_op(op_type).kernel if k.device_type == "GPU"]
+        gpu = [k for k in kernels.get_registered_kernels_for_op(self._op_name()).kernel if k.device_type == "GPU"]
         self.assertNotEmpty(gpu)
         for k in gpu:
             self.assertEqual(list(k.host_memory_arg), ["first_sample"])
+
+    def test_contract_tensor_input_shape_and_dtype_refused(self):
+        """Each of the generator's own tensor inputs with a rank too many, or as a tensor of
+        another dtype: an InvalidArgumentError naming the input, eagerly and when tracing."""
+        from tensorflow.python.framework import op_def_registry
+
+        if not self.tensor_inputs:
+            self.skipTest("no tensor inputs")
+        op = self._op_name()
+        dtypes = {a.name: tf.as_dtype(a.type) for a in op_def_registry.get(op).input_arg[3:]}
+        for name, value in self.tensor_inputs.items():
+            other = tf.float64 if dtypes[name] != tf.float64 else tf.float32
+            cases = [
+                ({name: np.asarray(value)[None]}, f"{name} must have shape"),
+                ({name: tf.cast(tf.constant(value), other)}, f"{name} must be a {dtypes[name].name} tensor"),
+            ]
+            self.assertRefuses(lambda **kw: self.generate(self.batch_size, 1, 0, **kw), cases)
+
+    def test_contract_tensor_inputs_from_variables(self):
+        """Tensor inputs read from variables inside a tf.function (and under XLA, as custom
+        call operands) give the batch their values give; a new value changes the batch
+        without a retrace."""
+        if not self.tensor_inputs:
+            self.skipTest("no tensor inputs")
+        n = self.batch_size
+        variables = {k: tf.Variable(v) for k, v in self.tensor_inputs.items()}
+        traces = []
+
+        def make():
+            traces.append(1)
+            return self.generate(n, [3, 4], 9, **{k: v.read_value() for k, v in variables.items()})
+
+        compiled = [tf.function(make)] + ([tf.function(make, jit_compile=True)] if _load_has_xla() else [])
+        for scale in (1.0, 0.5):
+            values = {k: (np.asarray(v) * scale).astype(v.dtype.as_numpy_dtype) for k, v in variables.items()}
+            for k, v in values.items():
+                variables[k].assign(v)
+            expected = self.generate(n, [3, 4], 9, **values)
+            for f in compiled:
+                self.assertBitsEqual(f(), expected, msg=f"scale {scale}")
+        self.assertLen(traces, len(compiled))
+
+    def _op_name(self):
+        graph = tf.function(lambda: self.generate(self.batch_size, 1, 2)).get_concrete_function().graph
+        (op,) = {op.type for op in graph.get_operations() if op.type.startswith("OnTheFly>")}
+        return op
 
     @device_util.DeviceTestCase.require_xla
     def test_contract_xla_equals_tf_kernels(self):
