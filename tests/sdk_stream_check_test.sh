@@ -20,7 +20,8 @@ struct TwoStreams {
   }
 };
 template void sdk::FillRowsCpu<TwoStreams>(const TwoStreams::Params&, const sdk::CallGeometry&,
-                                           const tf_onthefly::PhiloxKey*, int64_t, int64_t);
+                                           const sdk::Inputs&, const tf_onthefly::PhiloxKey*,
+                                           int64_t, int64_t);
 CC
   ${CXX:-g++} -std=c++17 -fsyntax-only -I"$root" -isystem "$cuda" "$work/gen.cc" 2>&1
 }

@@ -1,0 +1,61 @@
+// The SDK's test generators as ops (sdk_test_generators.h), in a test-only op library.
+#include "tests/sdk_ops/sdk_test_generators.h"
+#include "tf_ops/sdk/generator_op.h"
+
+namespace tf_onthefly {
+namespace sdk_test {
+
+struct FillConfig {
+  using Params = FillParams;
+  template <typename Ctx>
+  static absl::Status Configure(Ctx* c, Params* p, sdk::SampleShapes* shapes) {
+    TF_RETURN_IF_ERROR(c->GetAttr("fail", &p->fail));
+    shapes->Add("out", {});
+    return absl::OkStatus();
+  }
+};
+
+OTF_REGISTER_GENERATOR_OP("OnTheFly>SdkTestGpuOnlyFill", FillConfig)
+    .Output("out: int64")
+    .Attr("fail: int = 0")
+    .Doc("A GPU-only launcher generator: out[row] = the global sample index.");
+OTF_REGISTER_GENERATOR_KERNELS(FillConfig, GpuOnlyFillGen)("OnTheFly>SdkTestGpuOnlyFill");
+
+struct SortConfig {
+  using Params = SortParams;
+  template <typename Ctx>
+  static absl::Status Configure(Ctx*, Params* p, sdk::SampleShapes* shapes) {
+    p->unused = 0;
+    shapes->Add("keys", {kSortLength});
+    shapes->Add("sums", {kSortLength});
+    return absl::OkStatus();
+  }
+};
+
+OTF_REGISTER_GENERATOR_OP("OnTheFly>SdkTestCcclSort", SortConfig)
+    .Output("keys: int32")
+    .Output("sums: int32")
+    .Doc("Sorted random keys per sample and their prefix sums, with CUB, Thrust, libcudacxx.");
+OTF_REGISTER_GENERATOR_KERNELS(SortConfig, CcclSortGen)("OnTheFly>SdkTestCcclSort");
+
+struct AddRowsConfig {
+  using Params = AddRowsParams;
+  template <typename Ctx>
+  static absl::Status Configure(Ctx* c, Params* p, sdk::SampleShapes* shapes) {
+    TF_RETURN_IF_ERROR(c->GetAttr("width", &p->width));
+    OTF_REQUIRE(p->width >= 1 && p->width <= 64, "width must be in [1, 64], got ", p->width);
+    shapes->AddInput("rows", {sdk::kRows, p->width}, sdk::ValueRule::Finite());
+    shapes->Add("out", {p->width});
+    return absl::OkStatus();
+  }
+};
+
+OTF_REGISTER_GENERATOR_OP("OnTheFly>SdkTestAddRows", AddRowsConfig)
+    .Input("rows: float")
+    .Output("out: float")
+    .Attr("width: int")
+    .Doc("out[row] = rows[row] + uniform [0, 1) noise of the sample: one input row per sample.");
+OTF_REGISTER_GENERATOR_KERNELS(AddRowsConfig, AddRowsGen)("OnTheFly>SdkTestAddRows");
+
+}  // namespace sdk_test
+}  // namespace tf_onthefly

@@ -1,0 +1,112 @@
+"""The generator SDK itself, through test-only generators (tests/sdk_ops/): a GPU-only
+launcher generator (refused on a CPU, naming the op; a launch that fails and scratch memory
+that is refused, both reported naming the op), kernels that use CCCL (CUB block radix sort
+and scan, Thrust, libcudacxx) equal to their CPU implementation, and an input with one row
+per produced sample."""
+
+import os
+import re
+
+import numpy as np
+import tensorflow as tf
+
+import tf_onthefly  # noqa: F401  (loads the product's op library first, as a user would)
+
+import device_util
+
+LIB = tf.load_op_library(os.path.join(os.path.dirname(os.path.abspath(__file__)), "sdk_ops", "_sdk_test_ops.so"))
+
+
+def common(batch_size, first_sample=0, num_samples=-1, step=0):
+    return dict(
+        seed=tf.constant([1, 2], tf.int64),
+        step=tf.constant(step, tf.int64),
+        first_sample=tf.constant(first_sample, tf.int64),
+        batch_size=batch_size,
+        num_samples=num_samples,
+    )
+
+
+class SdkTest(device_util.DeviceTestCase):
+    def test_gpu_only_generator_refused_on_cpu(self):
+        message = "OnTheFly>SdkTestGpuOnlyFill is GPU-only: its generator has no CPU implementation"
+        with tf.device("/CPU:0"):
+            with self.assertRaisesRegex(tf.errors.InvalidArgumentError, re.escape(message)):
+                LIB.sdk_test_gpu_only_fill(**common(8))
+            with self.assertRaisesRegex(tf.errors.InvalidArgumentError, re.escape(message)):
+                tf.function(lambda: LIB.sdk_test_gpu_only_fill(**common(8)), jit_compile=True)()
+
+    def test_gpu_only_generator_on_gpu(self):
+        if device_util.device() != "gpu":
+            self.skipTest("GPU-only")
+        for jit in (False, True):
+            out = tf.function(lambda: LIB.sdk_test_gpu_only_fill(**common(100, 30, 50)), jit_compile=jit)()
+            self.assertIn("GPU", out.device)
+            self.assertAllEqual(out, np.arange(30, 80))
+
+    def test_failed_launch_names_the_op(self):
+        """A <<<>>> launch the generator left unchecked fails: the SDK's cudaGetLastError after
+        Launch reports it, naming the op, and the process stays usable."""
+        if device_util.device() != "gpu":
+            self.skipTest("GPU-only")
+        with self.assertRaisesRegex(
+            tf.errors.InternalError, r"OnTheFly>SdkTestGpuOnlyFill: launching its GPU kernel failed: .*cudaErrorInvalidConfiguration"
+        ):
+            LIB.sdk_test_gpu_only_fill(**common(8), fail=1)
+        with self.assertRaisesRegex(tf.errors.InternalError, r"OnTheFly>SdkTestGpuOnlyFill \(under XLA\)"):
+            tf.function(lambda: LIB.sdk_test_gpu_only_fill(**common(8), fail=1), jit_compile=True)()
+        self.assertAllEqual(LIB.sdk_test_gpu_only_fill(**common(4)), np.arange(4))
+
+    def test_refused_scratch_names_the_op_and_bytes(self):
+        if device_util.device() != "gpu":
+            self.skipTest("GPU-only")
+        with self.assertRaisesRegex(
+            tf.errors.ResourceExhaustedError, r"OnTheFly>SdkTestGpuOnlyFill: scratch memory of 1152921504606846976 bytes"
+        ):
+            LIB.sdk_test_gpu_only_fill(**common(8), fail=2)
+        with self.assertRaisesRegex(
+            tf.errors.ResourceExhaustedError, r"OnTheFly>SdkTestGpuOnlyFill: scratch memory of 1152921504606846976 bytes"
+        ):
+            tf.function(lambda: LIB.sdk_test_gpu_only_fill(**common(8), fail=2), jit_compile=True)()
+        self.assertAllEqual(LIB.sdk_test_gpu_only_fill(**common(4)), np.arange(4))
+
+    def test_cccl_kernels_equal_the_cpu(self):
+        """CUB's block radix sort and block scan, a Thrust algorithm on the op's stream and
+        libcudacxx, compiled by the project's toolchain: the GPU's sorted keys and sums equal
+        the CPU's std::sort and running sums; under XLA too."""
+        with tf.device("/CPU:0"):
+            keys, sums = LIB.sdk_test_cccl_sort(**common(64, 3, 40, step=5))
+        k, s = keys.numpy(), sums.numpy()
+        self.assertTrue(np.all(np.diff(k, axis=1) >= 0))
+        self.assertAllEqual(s, np.cumsum(k, axis=1))
+        if device_util.device() == "gpu":
+            for jit in (False, True):
+                gk, gs = tf.function(lambda: LIB.sdk_test_cccl_sort(**common(64, 3, 40, step=5)), jit_compile=jit)()
+                self.assertIn("GPU", gk.device)
+                self.assertAllEqual(gk, k)
+                self.assertAllEqual(gs, s)
+
+    def test_input_rows_follow_the_shard(self):
+        """An input with one row per produced sample (sdk::kRows): row i goes with sample
+        first_sample + i; its shape must follow num_samples; non-finite values are refused
+        where the kernel reads them on the host."""
+        rows = np.arange(12, dtype=np.float32).reshape(3, 4)
+        full = LIB.sdk_test_add_rows(rows=np.tile(rows, (3, 1)), width=4, **common(9)).numpy()
+        part = LIB.sdk_test_add_rows(rows=rows, width=4, **common(9, 3, 3)).numpy()
+        self.assertAllEqual(part - rows, full[3:6] - np.tile(rows, (3, 1))[3:6])
+        self.assertTrue(np.all((part - rows >= 0) & (part - rows < 1)))
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError, re.escape("rows must have shape [num_samples=3, 4], got [4, 4]")
+        ):
+            LIB.sdk_test_add_rows(rows=np.zeros([4, 4], np.float32), width=4, **common(9, 3, 3))
+        if device_util.device() == "cpu":
+            with self.assertRaisesRegex(tf.errors.InvalidArgumentError, re.escape("rows must be finite, got inf")):
+                LIB.sdk_test_add_rows(rows=np.full([3, 4], np.inf, np.float32), width=4, **common(9, 3, 3))
+        if device_util.device() == "gpu":
+            with tf.device("/CPU:0"):
+                cpu = LIB.sdk_test_add_rows(rows=rows, width=4, **common(9, 3, 3))
+            self.assertAllEqual(part, cpu)
+
+
+if __name__ == "__main__":
+    tf.test.main()
