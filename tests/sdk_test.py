@@ -10,7 +10,7 @@ import re
 import numpy as np
 import tensorflow as tf
 
-import tf_onthefly  # noqa: F401  (loads the product's op library first, as a user would)
+import tf_onthefly  # loads the product's op library first, as a user would
 
 import device_util
 
@@ -32,15 +32,15 @@ class SdkTest(device_util.DeviceTestCase):
         message = "OnTheFly>SdkTestGpuOnlyFill is GPU-only: its generator has no CPU implementation"
         with tf.device("/CPU:0"):
             with self.assertRaisesRegex(tf.errors.InvalidArgumentError, re.escape(message)):
-                LIB.sdk_test_gpu_only_fill(**common(8))
+                LIB.on_the_fly_sdk_test_gpu_only_fill(**common(8))
             with self.assertRaisesRegex(tf.errors.InvalidArgumentError, re.escape(message)):
-                tf.function(lambda: LIB.sdk_test_gpu_only_fill(**common(8)), jit_compile=True)()
+                tf.function(lambda: LIB.on_the_fly_sdk_test_gpu_only_fill(**common(8)), jit_compile=True)()
 
     def test_gpu_only_generator_on_gpu(self):
         if device_util.device() != "gpu":
             self.skipTest("GPU-only")
         for jit in (False, True):
-            out = tf.function(lambda: LIB.sdk_test_gpu_only_fill(**common(100, 30, 50)), jit_compile=jit)()
+            out = tf.function(lambda: LIB.on_the_fly_sdk_test_gpu_only_fill(**common(100, 30, 50)), jit_compile=jit)()
             self.assertIn("GPU", out.device)
             self.assertAllEqual(out, np.arange(30, 80))
 
@@ -52,10 +52,10 @@ class SdkTest(device_util.DeviceTestCase):
         with self.assertRaisesRegex(
             tf.errors.InternalError, r"OnTheFly>SdkTestGpuOnlyFill: launching its GPU kernel failed: .*cudaErrorInvalidConfiguration"
         ):
-            LIB.sdk_test_gpu_only_fill(**common(8), fail=1)
+            LIB.on_the_fly_sdk_test_gpu_only_fill(**common(8), fail=1)
         with self.assertRaisesRegex(tf.errors.InternalError, r"OnTheFly>SdkTestGpuOnlyFill \(under XLA\)"):
-            tf.function(lambda: LIB.sdk_test_gpu_only_fill(**common(8), fail=1), jit_compile=True)()
-        self.assertAllEqual(LIB.sdk_test_gpu_only_fill(**common(4)), np.arange(4))
+            tf.function(lambda: LIB.on_the_fly_sdk_test_gpu_only_fill(**common(8), fail=1), jit_compile=True)()
+        self.assertAllEqual(LIB.on_the_fly_sdk_test_gpu_only_fill(**common(4)), np.arange(4))
 
     def test_refused_scratch_names_the_op_and_bytes(self):
         if device_util.device() != "gpu":
@@ -63,25 +63,25 @@ class SdkTest(device_util.DeviceTestCase):
         with self.assertRaisesRegex(
             tf.errors.ResourceExhaustedError, r"OnTheFly>SdkTestGpuOnlyFill: scratch memory of 1152921504606846976 bytes"
         ):
-            LIB.sdk_test_gpu_only_fill(**common(8), fail=2)
+            LIB.on_the_fly_sdk_test_gpu_only_fill(**common(8), fail=2)
         with self.assertRaisesRegex(
             tf.errors.ResourceExhaustedError, r"OnTheFly>SdkTestGpuOnlyFill: scratch memory of 1152921504606846976 bytes"
         ):
-            tf.function(lambda: LIB.sdk_test_gpu_only_fill(**common(8), fail=2), jit_compile=True)()
-        self.assertAllEqual(LIB.sdk_test_gpu_only_fill(**common(4)), np.arange(4))
+            tf.function(lambda: LIB.on_the_fly_sdk_test_gpu_only_fill(**common(8), fail=2), jit_compile=True)()
+        self.assertAllEqual(LIB.on_the_fly_sdk_test_gpu_only_fill(**common(4)), np.arange(4))
 
     def test_cccl_kernels_equal_the_cpu(self):
         """CUB's block radix sort and block scan, a Thrust algorithm on the op's stream and
         libcudacxx, compiled by the project's toolchain: the GPU's sorted keys and sums equal
         the CPU's std::sort and running sums; under XLA too."""
         with tf.device("/CPU:0"):
-            keys, sums = LIB.sdk_test_cccl_sort(**common(64, 3, 40, step=5))
+            keys, sums = LIB.on_the_fly_sdk_test_cccl_sort(**common(64, 3, 40, step=5))
         k, s = keys.numpy(), sums.numpy()
         self.assertTrue(np.all(np.diff(k, axis=1) >= 0))
         self.assertAllEqual(s, np.cumsum(k, axis=1))
         if device_util.device() == "gpu":
             for jit in (False, True):
-                gk, gs = tf.function(lambda: LIB.sdk_test_cccl_sort(**common(64, 3, 40, step=5)), jit_compile=jit)()
+                gk, gs = tf.function(lambda: LIB.on_the_fly_sdk_test_cccl_sort(**common(64, 3, 40, step=5)), jit_compile=jit)()
                 self.assertIn("GPU", gk.device)
                 self.assertAllEqual(gk, k)
                 self.assertAllEqual(gs, s)
@@ -91,22 +91,35 @@ class SdkTest(device_util.DeviceTestCase):
         first_sample + i; its shape must follow num_samples; non-finite values are refused
         where the kernel reads them on the host."""
         rows = np.arange(12, dtype=np.float32).reshape(3, 4)
-        full = LIB.sdk_test_add_rows(rows=np.tile(rows, (3, 1)), width=4, **common(9)).numpy()
-        part = LIB.sdk_test_add_rows(rows=rows, width=4, **common(9, 3, 3)).numpy()
+        full = LIB.on_the_fly_sdk_test_add_rows(rows=np.tile(rows, (3, 1)), width=4, **common(9)).numpy()
+        part = LIB.on_the_fly_sdk_test_add_rows(rows=rows, width=4, **common(9, 3, 3)).numpy()
         self.assertAllEqual(part - rows, full[3:6] - np.tile(rows, (3, 1))[3:6])
         self.assertTrue(np.all((part - rows >= 0) & (part - rows < 1)))
         with self.assertRaisesRegex(
             tf.errors.InvalidArgumentError, re.escape("rows must have shape [num_samples=3, 4], got [4, 4]")
         ):
-            LIB.sdk_test_add_rows(rows=np.zeros([4, 4], np.float32), width=4, **common(9, 3, 3))
+            LIB.on_the_fly_sdk_test_add_rows(rows=np.zeros([4, 4], np.float32), width=4, **common(9, 3, 3))
         if device_util.device() == "cpu":
             with self.assertRaisesRegex(tf.errors.InvalidArgumentError, re.escape("rows must be finite, got inf")):
-                LIB.sdk_test_add_rows(rows=np.full([3, 4], np.inf, np.float32), width=4, **common(9, 3, 3))
+                LIB.on_the_fly_sdk_test_add_rows(rows=np.full([3, 4], np.inf, np.float32), width=4, **common(9, 3, 3))
         if device_util.device() == "gpu":
             with tf.device("/CPU:0"):
-                cpu = LIB.sdk_test_add_rows(rows=rows, width=4, **common(9, 3, 3))
+                cpu = LIB.on_the_fly_sdk_test_add_rows(rows=rows, width=4, **common(9, 3, 3))
             self.assertAllEqual(part, cpu)
 
+
+    def test_launcher_and_per_sample_forms_agree(self):
+        """drift_walk's block-cooperative launch and its Generate run by the SDK's per-sample
+        kernel write the same walks and labels, bit for bit, whole batch and shard, walks of
+        one tile and of several (scratch memory), under XLA too."""
+        up = tf.constant([0.2, 0.5, 0.9], tf.float32)
+        for length in (37, 5000):
+            args = dict(up_probability=up, length=length, **common(12, 5, 6, step=3))
+            want = tf_onthefly.drift_walk(12, length, up, [1, 2], 3, first_sample=5, num_samples=6)
+            for jit in (False, True):
+                walks, labels = tf.function(lambda: LIB.on_the_fly_sdk_test_per_sample_drift_walk(**args), jit_compile=jit)()
+                self.assertAllEqual(walks, want[0])
+                self.assertAllEqual(labels, want[1])
 
 if __name__ == "__main__":
     tf.test.main()

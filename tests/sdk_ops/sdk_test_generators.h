@@ -2,13 +2,14 @@
 // (tests/sdk_test.py): a GPU-only launcher generator whose launch can be made to fail or to
 // ask for too much scratch memory; a launcher generator whose kernels use CCCL (CUB block
 // scan and radix sort, Thrust, libcudacxx) with a CPU implementation to compare with; a
-// struct generator with one input row per sample.
+// struct generator with one input row per sample; drift_walk's walks in the per-sample form.
 #ifndef TF_ONTHEFLY_TESTS_SDK_OPS_SDK_TEST_GENERATORS_H_
 #define TF_ONTHEFLY_TESTS_SDK_OPS_SDK_TEST_GENERATORS_H_
 
 #include <algorithm>
 #include <cstdint>
 
+#include "tf_ops/drift_walk/drift_walk.h"
 #include "tf_ops/sdk/generator.h"
 
 namespace tf_onthefly {
@@ -75,6 +76,22 @@ struct AddRowsGen {
                               const sdk::SampleInputs& in) {
     const Words4 w = rng.Block(sdk::Stream<0>{}, static_cast<uint32_t>(item / 4));
     out.get<float>(0)[item] = AddRn(in.row<float>(0)[item], UniformFloat(w[item % 4]));
+  }
+};
+
+// PerSampleDriftWalk: drift_walk's generator with its launch taken away, so the SDK runs its
+// Generate in the per-sample kernel (one thread walks one sample, step by step). The same
+// walks as drift_walk's block-cooperative kernels, bit for bit (tests/sdk_test.py); the
+// launcher benchmark times the two forms side by side.
+struct PerSampleDriftWalkGen {
+  using Params = drift_walk::Params;
+  using Walk = drift_walk::DriftWalkGen;
+  static constexpr int kNumStreams = Walk::kNumStreams;
+  OTF_HD static int64_t ItemsPerSample(const Params& p) { return Walk::ItemsPerSample(p); }
+  OTF_HD static void Generate(const Params& p, const sdk::SampleRng<kNumStreams>& rng,
+                              int64_t item, const sdk::SampleOutputs& out,
+                              const sdk::SampleInputs& in) {
+    Walk::Generate(p, rng, item, out, in);
   }
 };
 

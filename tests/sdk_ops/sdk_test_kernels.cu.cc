@@ -84,3 +84,4 @@ cudaError_t CcclSortGen::Launch(const sdk::GpuCall<Params>& call) {
 OTF_DEFINE_GPU_GENERATOR(tf_onthefly::sdk_test::GpuOnlyFillGen);
 OTF_DEFINE_GPU_GENERATOR(tf_onthefly::sdk_test::CcclSortGen);
 OTF_DEFINE_GPU_GENERATOR(tf_onthefly::sdk_test::AddRowsGen);
+OTF_DEFINE_GPU_GENERATOR(tf_onthefly::sdk_test::PerSampleDriftWalkGen);

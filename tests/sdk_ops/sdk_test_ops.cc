@@ -57,5 +57,29 @@ OTF_REGISTER_GENERATOR_OP("OnTheFly>SdkTestAddRows", AddRowsConfig)
     .Doc("out[row] = rows[row] + uniform [0, 1) noise of the sample: one input row per sample.");
 OTF_REGISTER_GENERATOR_KERNELS(AddRowsConfig, AddRowsGen)("OnTheFly>SdkTestAddRows");
 
+// The same attribute and input as OnTheFly>DriftWalk (tf_ops/drift_walk/drift_walk_op.cc).
+struct PerSampleDriftWalkConfig {
+  using Params = drift_walk::Params;
+  template <typename Ctx>
+  static absl::Status Configure(Ctx* c, Params* p, sdk::SampleShapes* shapes) {
+    TF_RETURN_IF_ERROR(c->GetAttr("length", &p->length));
+    OTF_REQUIRE(p->length >= 1 && p->length <= (1 << 20), "length must be in [1, 1048576], got ",
+                p->length);
+    shapes->AddInput("up_probability", {sdk::kAnySize}, sdk::ValueRule::InRange(0, 1));
+    shapes->Add("walks", {p->length});
+    shapes->Add("labels", {1});
+    return absl::OkStatus();
+  }
+};
+
+OTF_REGISTER_GENERATOR_OP("OnTheFly>SdkTestPerSampleDriftWalk", PerSampleDriftWalkConfig)
+    .Input("up_probability: float")
+    .Output("walks: int32")
+    .Output("labels: int32")
+    .Attr("length: int")
+    .Doc("OnTheFly>DriftWalk's walks from the per-sample form of its generator.");
+OTF_REGISTER_GENERATOR_KERNELS(PerSampleDriftWalkConfig,
+                               PerSampleDriftWalkGen)("OnTheFly>SdkTestPerSampleDriftWalk");
+
 }  // namespace sdk_test
 }  // namespace tf_onthefly

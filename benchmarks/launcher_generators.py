@@ -1,0 +1,208 @@
+"""A kernel brought as it is, against the other ways of running it (run on a GPU).
+
+    python3 benchmarks/launcher_generators.py --sdk-test-ops DIR/_sdk_test_ops.so \\
+        --by-hand DIR/drift_walk_by_hand [--rounds 5] [--out FILE.json]
+
+drift_walk's GPU code is a block-cooperative launcher generator (CUB block scans, scratch
+memory, a tensor input). Side by side in one process, in interleaved rounds, each ratio
+with its spread over the rounds (docs/performance.md, "Kernels you bring"):
+  forms        its kernels against its own Generate run by the SDK's per-sample kernel
+               (the op of tests/sdk_ops, same walks bit for bit), 65,536 walks of 1,000 steps;
+  by_hand      the op against the same launcher called outside TensorFlow by a plain CUDA
+               program (kernel_bench/drift_walk_by_hand, CUDA events), 1 GiB of walks;
+  step_cost    the cost per step in a graph loop, drift_walk against random_walk (a struct
+               generator) at a tiny batch, where launching is all there is;
+  input_copies a tf.Variable input updated every step: device-to-host copies per step in a
+               profiler trace of the loop, against the same loop with a constant input.
+--smoke runs every part at toy sizes on any device (no by_hand without --by-hand), to keep
+the script working where there is no GPU.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+import tf_onthefly
+from tf_onthefly import timing
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from no_copy_profile import count_copies  # noqa: E402
+
+UP = [0.3, 0.5, 0.7]
+
+
+def unrolled(op, calls):
+    """A tf.function running `op(i)` `calls` times, returning one element of each call's
+    walks so none is pruned; the caller syncs on the result."""
+
+    @tf.function
+    def run():
+        return tf.add_n([op(i)[0][0, -1] for i in range(calls)])
+
+    return run
+
+
+def timed_rounds(paths, rounds, calls, repeats):
+    """{name: [per-round median seconds per op call]} with the paths interleaved in rounds."""
+    per_round = {name: [] for name in paths}
+    for _ in range(rounds):
+        for name, run in paths.items():
+            times = timing.call_times(run, repeats, warmup=1, sync=lambda r: r.numpy())
+            per_round[name].append(timing.summary(times)["median"] / calls)
+    return per_round
+
+
+def ratio(numerators, denominators):
+    """The per-round ratios' median and spread."""
+    return timing.summary([a / b for a, b in zip(numerators, denominators)])
+
+
+def forms(lib, rows, length, rounds):
+    up = tf.constant(UP)
+
+    def launcher(i):
+        return tf_onthefly.drift_walk(rows, length, up, seed=1, step=i)
+
+    def per_sample(i):
+        return lib.on_the_fly_sdk_test_per_sample_drift_walk(
+            up_probability=up,
+            length=length,
+            seed=tf.constant(1, tf.int64),
+            step=tf.cast(i, tf.int64),
+            first_sample=tf.constant(0, tf.int64),
+            batch_size=rows,
+            num_samples=-1,
+        )
+
+    same = all(np.array_equal(a, b) for a, b in zip(launcher(3), per_sample(3)))
+    t = timed_rounds({"launcher": unrolled(launcher, 4), "per_sample": unrolled(per_sample, 4)}, rounds, 4, 5)
+    r = ratio(t["per_sample"], t["launcher"])
+    return dict(
+        rows=rows,
+        length=length,
+        identical=same,
+        launcher_ms=1e3 * np.median(t["launcher"]),
+        per_sample_ms=1e3 * np.median(t["per_sample"]),
+        speedup=r["median"],
+        spread=r["spread"],
+    )
+
+
+def by_hand(binary, rows, length, rounds):
+    up = tf.constant(UP)
+    run = unrolled(lambda i: tf_onthefly.drift_walk(rows, length, up, seed=1, step=i), 10)
+    op, hand = [], []
+    for _ in range(rounds):
+        times = timing.call_times(run, 5, warmup=1, sync=lambda r: r.numpy())
+        op.append(timing.summary(times)["median"] / 10)
+        out = subprocess.run([binary, str(rows), str(length), "50"], capture_output=True, text=True, check=True)
+        hand.append(timing.summary(json.loads(out.stdout)["ms"])["median"] / 1e3)
+    r = ratio(hand, op)
+    return dict(
+        rows=rows,
+        length=length,
+        bytes=rows * (length + 1) * 4,
+        op_ms=1e3 * np.median(op),
+        by_hand_ms=1e3 * np.median(hand),
+        op_rate_vs_by_hand=r["median"],
+        spread=r["spread"],
+    )
+
+
+def step_cost(steps, rounds):
+    up = tf.constant(UP)
+    gens = {
+        "drift_walk": lambda i: tf_onthefly.drift_walk(32, 16, up, seed=1, step=i),
+        "random_walk": lambda i: tf_onthefly.random_walk(32, 16, seed=1, step=i),
+    }
+
+    def loop(gen):
+        @tf.function
+        def run():
+            def body(i, acc):
+                return i + 1, acc + gen(i)[0][0, -1]
+
+            return tf.while_loop(lambda i, _: i < steps, body, (tf.constant(0, tf.int64), tf.constant(0)))[1]
+
+        return run
+
+    t = timed_rounds({k: loop(g) for k, g in gens.items()}, rounds, steps, 5)
+    diffs = [a - b for a, b in zip(t["drift_walk"], t["random_walk"])]
+    return dict(
+        steps=steps,
+        drift_walk_us=1e6 * np.median(t["drift_walk"]),
+        random_walk_us=1e6 * np.median(t["random_walk"]),
+        difference_us=1e6 * float(np.median(diffs)),
+        difference_range_us=[1e6 * min(diffs), 1e6 * max(diffs)],
+    )
+
+
+def input_copies(steps):
+    """Device-to-host copy events per step in a trace of a loop whose tensor input is a
+    variable updated every step, and of the same loop with a constant input."""
+    v = tf.Variable(UP)
+
+    def loop(update):
+        @tf.function
+        def run():
+            acc = tf.constant(0)
+            for i in tf.range(steps, dtype=tf.int64):
+                if update:
+                    v.assign(tf.clip_by_value(v * 0.999 + 0.0005, 0.0, 1.0))
+                acc += tf_onthefly.drift_walk(256, 64, v, seed=1, step=i)[0][0, -1]
+            return acc
+
+        return run
+
+    rows = {}
+    for name, update in (("updated_variable", True), ("constant_variable", False)):
+        run = loop(update)
+        run().numpy()
+        logdir = tempfile.mkdtemp(prefix=name)
+        tf.profiler.experimental.start(logdir)
+        run().numpy()
+        tf.profiler.experimental.stop()
+        _, _, largest = count_copies(logdir)
+        rows[name] = sum(n for _, n, direction, _, _ in largest if direction == "DtoH") / steps
+    rows["steps"] = steps
+    return rows
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sdk-test-ops", required=True, help="tests/sdk_ops' _sdk_test_ops.so")
+    parser.add_argument("--by-hand", help="kernel_bench's drift_walk_by_hand binary")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--smoke", action="store_true", help="toy sizes, any device")
+    parser.add_argument("--out", help="write the results as JSON here too")
+    args = parser.parse_args(argv)
+    for gpu in tf.config.list_physical_devices("GPU"):
+        tf.config.experimental.set_memory_growth(gpu, True)  # leave room for the by-hand run
+    lib = tf.load_op_library(args.sdk_test_ops)
+    small = args.smoke
+    rounds = 2 if small else args.rounds
+    result = dict(device=tf.test.gpu_device_name() or "CPU", tf=tf.__version__)
+    result["forms"] = forms(lib, 256 if small else 65536, 100 if small else 1000, rounds)
+    print(json.dumps({"forms": result["forms"]}), flush=True)
+    if args.by_hand:
+        result["by_hand"] = by_hand(args.by_hand, 1024 if small else 262144, 1023, rounds)
+        print(json.dumps({"by_hand": result["by_hand"]}), flush=True)
+    result["step_cost"] = step_cost(50 if small else 2000, rounds)
+    print(json.dumps({"step_cost": result["step_cost"]}), flush=True)
+    result["input_copies"] = input_copies(10 if small else 100)
+    print(json.dumps({"input_copies": result["input_copies"]}), flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=1)
+    ok = result["forms"]["identical"]
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
