@@ -74,6 +74,13 @@ def otf_op_library(name, srcs, gpu_srcs = [], hdrs = [], deps = []):
         visibility = ["//visibility:public"],
     )
 
+    # The family's headers alone, for test generators built from the same structs.
+    native.filegroup(
+        name = name + "_hdrs",
+        srcs = hdrs,
+        visibility = ["//visibility:public"],
+    )
+
     # The family's source text, for tests and docs that quote it.
     native.filegroup(
         name = name + "_files",
