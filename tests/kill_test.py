@@ -18,7 +18,12 @@ import tempfile
 import time
 
 import numpy as np
+from absl import flags
 from absl.testing import absltest
+
+# Run by hand among the device tests (tools/gpu_session.sh passes --test_device to every
+# test file): the training processes run on the CPU either way.
+flags.DEFINE_string("test_device", "cpu", "ignored: the killed processes train on the CPU")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "kill_worker.py")
