@@ -193,7 +193,10 @@ def main(argv=None):
         python=platform.python_version(),
         machine=platform.node(),
         cpu=platform.processor() or platform.machine(),
-        gpus=[tf.config.experimental.get_device_details(d).get("device_name") for d in tf.config.list_physical_devices("GPU")],
+        gpus=[
+            tf.config.experimental.get_device_details(d).get("device_name")
+            for d in tf.config.list_physical_devices("GPU")
+        ],
         commit=commit(),
         date=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
     )
