@@ -7,7 +7,8 @@
 Trains the seed model (16 -> 64 -> 64 -> 1, random_batch(32, 16)) with GeneratorModel,
 steps_per_execution=64 and XLA (where the op library has XLA kernels), in epochs of
 --epoch_steps steps, so the run is whole epochs: the steps run are --steps rounded up to
-a multiple of --epoch_steps. After every epoch it samples GPU memory in use
+a multiple of --epoch_steps (exactly --steps when it is a multiple of 64: 1,000,000 runs
+as 125 epochs of 8,000; 100,000, not a multiple of 64, as 16 of 6,400). After every epoch it samples GPU memory in use
 (tf.config.experimental.get_memory_info) and the host's resident set size; the first
 sample is taken after the first epoch, once compilation and allocation are done. It
 reports first/last/max of each and checks, exiting 1 if any fails:
@@ -112,10 +113,26 @@ def commit():
         return None
 
 
+def default_epoch_steps(steps, per_execution, most=10_000):
+    """Whole epochs that add up to `steps` exactly where they can."""
+    calls = steps // per_execution
+    if steps % per_execution == 0:
+        for k in range(most // per_execution, 0, -1):
+            if calls % k == 0:
+                return k * per_execution
+    return 100 * per_execution
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=100_000)
-    parser.add_argument("--epoch_steps", type=int, default=6400, help="a multiple of --steps_per_execution")
+    parser.add_argument(
+        "--epoch_steps",
+        type=int,
+        default=0,
+        help="a multiple of --steps_per_execution; default: the largest one up to 10,000 that "
+        "divides --steps (8,000 for 1,000,000), else 6,400",
+    )
     parser.add_argument("--steps_per_execution", type=int, default=64)
     parser.add_argument("--jit", choices=["on", "off"], default="on", help="XLA (needs an op library with XLA)")
     parser.add_argument("--slack_mib", type=float, default=64.0, help="memory growth allowed, first to last/max")
@@ -125,6 +142,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.smoke:
         args.steps, args.epoch_steps = 256, 128
+    if not args.epoch_steps:
+        args.epoch_steps = default_epoch_steps(args.steps, args.steps_per_execution)
     if args.epoch_steps % args.steps_per_execution:
         parser.error("--epoch_steps must be a multiple of --steps_per_execution")
     jit = args.jit == "on" and _load.HAS_XLA
