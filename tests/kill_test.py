@@ -5,7 +5,8 @@ Each case kills the same run twice: once mid-epoch (between backups), then, afte
 restart, while a backup is being written (its files on disk, not yet in place); a third
 process finishes the run. Two forms: model.fit with GeneratorModel and
 data.BackupAndRestore, and a custom loop with DataPosition and tf.train.CheckpointManager.
-The processes run on the CPU with op determinism on (tests/kill_worker.py).
+The processes run on the CPU with op determinism on (tests/kill_worker.py). One more case
+shows what Keras's own BackupAndRestore gives after a kill inside its write.
 """
 
 import glob
@@ -39,12 +40,12 @@ class KillTest(absltest.TestCase):
     def start(self, mode, directory, out, **pause):
         args = [sys.executable, WORKER, "--mode", mode, "--dir", directory, "--out", out]
         for name, value in pause.items():
-            args += [f"--{name}", str(value)]
+            args += [f"--{name}"] + ([str(value)] if value != "" else [])
         return subprocess.Popen(args, env=self.env)
 
-    def run_to_end(self, mode, directory, name):
+    def run_to_end(self, mode, directory, name, **flags):
         out = os.path.join(self.tmp, name + ".npz")
-        proc = self.start(mode, directory, out)
+        proc = self.start(mode, directory, out, **flags)
         self.assertEqual(proc.wait(timeout=600), 0, f"{name}: the training process failed")
         with np.load(out) as f:
             return {k: f[k] for k in f.files}
@@ -89,6 +90,17 @@ class KillTest(absltest.TestCase):
         final = self.run_to_end("fit", directory, "fit_final")
         self.assertEqual(int(final["start"]), 24)  # resumed from epoch 2's backup
         self.assertSameRun(reference, final)
+
+    def test_keras_backup_killed_between_its_writes_trains_an_extra_epoch(self):
+        """What data.BackupAndRestore is for: Keras's own callback writes the weights (with
+        data_step), then the epoch. Killed between the two (the weights of epoch 2, the
+        epoch number of epoch 1), the rerun trains epochs 1..3 from epoch 2's weights: one
+        epoch more than asked, ending 12 steps past an uninterrupted run."""
+        directory = os.path.join(self.tmp, "keras")
+        self.kill_when_paused("fit", directory, "keras_kill", pause_in_save=2, keras_backup="")
+        final = self.run_to_end("fit", directory, "keras_final", keras_backup="")
+        self.assertEqual(int(final["start"]), 24)
+        self.assertEqual(int(final["data_step"]), TOTAL + 12)
 
     def test_custom_loop_with_checkpoint_manager_survives_kills(self):
         reference = self.run_to_end("loop", os.path.join(self.tmp, "ref"), "loop_ref")

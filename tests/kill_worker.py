@@ -4,11 +4,13 @@ there to be killed.
     python3 kill_worker.py --mode fit|loop --dir DIR --out RESULT.npz
         [--pause_at_step S] [--pause_in_save N] [--marker FILE]
 
-fit: GeneratorModel + model.fit + data.BackupAndRestore(DIR), an epoch of STEPS steps.
+fit: GeneratorModel + model.fit + data.BackupAndRestore(DIR), an epoch of STEPS steps
+(--keras_backup: Keras's own tf.keras.callbacks.BackupAndRestore instead).
 loop: a custom loop, DataPosition + tf.train.CheckpointManager(DIR), a save every SAVE_EVERY
 steps. --pause_at_step S pauses once the step S (0-based, global) has been trained;
 --pause_in_save N pauses inside the N-th backup write of this process (1-based): for fit
-after the backup's files are written and before it is put in place, for loop after the
+after the backup's files are written and before it is put in place (with --keras_backup,
+after the weights are written and before the epoch is), for loop after the
 checkpoint's files are written and before the manager records it. Pausing writes
 --marker first. At the end the weights and the data position go to --out, with the
 data step the run started from.
@@ -67,6 +69,19 @@ class PausingBackup(data.BackupAndRestore):
             pause(self.marker)
 
 
+class PausingSavesModel(data.GeneratorModel):
+    """For Keras's own BackupAndRestore, which writes the weights and then the epoch: pauses
+    between the two, after the N-th weights write."""
+
+    pause_in_save, marker, saves = 0, "", 0
+
+    def save_weights(self, *args, **kwargs):
+        super().save_weights(*args, **kwargs)
+        PausingSavesModel.saves += 1
+        if PausingSavesModel.saves == self.pause_in_save:
+            pause(self.marker)
+
+
 def model_and_loss():
     tf.keras.utils.set_random_seed(0)  # the same initial weights in every process
     return models.mlp(16, 1), tf.keras.losses.BinaryCrossentropy(from_logits=True)
@@ -74,9 +89,14 @@ def model_and_loss():
 
 def run_fit(args):
     inner, loss = model_and_loss()
-    model = data.GeneratorModel(inner, generator)
+    if args.keras_backup:
+        model = PausingSavesModel(inner, generator)
+        model.pause_in_save, model.marker = args.pause_in_save, args.marker
+        backup = tf.keras.callbacks.BackupAndRestore(args.dir, delete_checkpoint=False)
+    else:
+        model = data.GeneratorModel(inner, generator)
+        backup = PausingBackup(args.dir, args.pause_in_save, args.marker)
     model.compile(optimizer=tf.keras.optimizers.Adam(1e-2), loss=loss, jit_compile=False)
-    backup = PausingBackup(args.dir, args.pause_in_save, args.marker)
     callbacks = [backup]
     if args.pause_at_step >= 0:
         callbacks.append(PauseAtStep(args.pause_at_step, args.marker))
@@ -135,6 +155,7 @@ def main():
     parser.add_argument("--pause_at_step", type=int, default=-1)
     parser.add_argument("--pause_in_save", type=int, default=0)
     parser.add_argument("--marker", default="")
+    parser.add_argument("--keras_backup", action="store_true", help="fit: Keras's own BackupAndRestore")
     args = parser.parse_args()
     tf.config.experimental.enable_op_determinism()  # bit-exact weights across processes
     weights, data_step, start = (run_fit if args.mode == "fit" else run_loop)(args)
