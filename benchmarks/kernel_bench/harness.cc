@@ -1,4 +1,4 @@
-// Host side of the kernel bench (tools/kernel_bench/README.md). Loads kernels.cubin through
+// Host side of the kernel bench (benchmarks/kernel_bench/README.md). Loads kernels.cubin through
 // the CUDA driver API (dlopen'ed libcuda.so.1: no CUDA toolkit or TensorFlow needed on the
 // GPU machine), times each kernel with CUDA events on 1 GiB outputs, and checks the SDK
 // kernels' first and last rows against the same generator run on the host; first it checks

@@ -1,7 +1,8 @@
 """Where a training step's time goes, path against path: traces the bench's rows.
 
-    python3 tools/step_timeline.py [--config=seed] [--mode=loop64] [--jit]
-                                   [--paths=constant,op-in-step,tf-stateless] [--calls=4] [--top=20]
+    python3 benchmarks/step_timeline.py [--config=seed] [--mode=loop64] [--jit]
+                                        [--paths=constant,op-in-step,tf-stateless] [--calls=4] [--top=20]
+                                        [--smoke]
 
 For each path, builds the bench's runner of that mode (python -m tf_onthefly.bench; loop64:
 one tf.function call runs 64 training steps in a graph loop; fitN: model.fit with
@@ -11,6 +12,7 @@ events need CUPTI) and prints per step:
   - the host events (TensorFlow's op annotations, CUDA API calls) and the GPU's kernels and
     copies, each summed by name, and for every path after the first, the names whose time
     per step differs most from the first path's: what the extra time of a path is spent on.
+--smoke: one call, two paths, the top 3 names, on any device.
 """
 
 import argparse
@@ -90,7 +92,10 @@ def main():
     ap.add_argument("--calls", type=int, default=4)
     ap.add_argument("--jit", action="store_true")
     ap.add_argument("--top", type=int, default=20)
+    ap.add_argument("--smoke", action="store_true", help="one call, two paths, any device")
     args = ap.parse_args()
+    if args.smoke:
+        args.calls, args.paths, args.top = 1, "constant,op-in-step", 3
     gpu = bool(tf.config.list_physical_devices("GPU"))
     cfg = bench.configs(gpu)[args.config]
     results = {}

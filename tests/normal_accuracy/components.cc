@@ -13,7 +13,7 @@
 #include <random>
 #include <vector>
 
-#include "tools/normal_accuracy/common.h"
+#include "tests/normal_accuracy/common.h"
 
 using namespace tf_onthefly;
 using namespace tf_onthefly::normal_detail;

@@ -2,7 +2,7 @@
 # Checks (default) or applies (--fix) the formatting of every C++/CUDA and Python source:
 # clang-format-16 with .clang-format, ruff with ruff.toml. Run by .ci/run.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 cxx=$(git ls-files '*.h' '*.cc' | grep -v '^third_party/')
 py=$(git ls-files '*.py')
 RUFF="${PYTHON_BIN_PATH:-python3} -m ruff"
@@ -13,8 +13,8 @@ if [ "${1:-}" = "--fix" ]; then
   exit 0
 fi
 rc=0
-clang-format-16 --dry-run -Werror $cxx || { echo "C++ not formatted: tools/check_format.sh --fix"; rc=1; }
-$RUFF format --check -q $py || { echo "Python not formatted: tools/check_format.sh --fix"; rc=1; }
+clang-format-16 --dry-run -Werror $cxx || { echo "C++ not formatted: tools/format/check_format.sh --fix"; rc=1; }
+$RUFF format --check -q $py || { echo "Python not formatted: tools/format/check_format.sh --fix"; rc=1; }
 $RUFF check -q $py || rc=1
 [ $rc = 0 ] && echo "format check: OK"
 exit $rc

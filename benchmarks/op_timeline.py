@@ -1,6 +1,6 @@
 """Where the time goes around generator ops on the GPU: one traced call, kernel by kernel.
 
-    python3 tools/op_timeline.py [--mib=256] [--unroll=10] [--jit] [--steps_on=cpu|gpu]
+    python3 benchmarks/op_timeline.py [--mib=256] [--unroll=10] [--jit] [--steps_on=cpu|gpu] [--smoke]
 
 Runs `unroll` random_batch ops of about `mib` MiB (each consumed by one element, as
 python -m tf_onthefly.rates does) in one tf.function, traces one call with the TF profiler
@@ -10,6 +10,7 @@ python -m tf_onthefly.rates does) in one tf.function, traces one call with the T
     wall time;
   - the host time TensorFlow spent in each op's Compute (the op's own launch work), and
     the host events of the call summed by thread and name, largest first.
+--smoke: 1 MiB, two ops, on the CPU when there is no GPU (no device events then).
 """
 
 import argparse
@@ -49,7 +50,11 @@ def main():
     ap.add_argument("--distribution", default="uniform")
     ap.add_argument("--steps_on", default="cpu", choices=["cpu", "gpu"], help="Where each op's step is computed.")
     ap.add_argument("--host_top", type=int, default=25, help="Host events listed by total time.")
+    ap.add_argument("--smoke", action="store_true", help="1 MiB, two ops, any device")
     args = ap.parse_args()
+    if args.smoke:
+        args.mib, args.unroll, args.host_top = 1, 2, 5
+    device = "/GPU:0" if tf.config.list_physical_devices("GPU") else "/CPU:0"
     rows = (args.mib << 20) // (4 * 4096)
 
     @tf.function(jit_compile=args.jit)
@@ -62,7 +67,7 @@ def main():
             acc += f[0, 0]
         return acc
 
-    with tf.device("/GPU:0"):
+    with tf.device(device):
         for k in range(3):
             run(tf.constant(k * args.unroll, tf.int64)).numpy()  # trace, warm up
         logdir = tempfile.mkdtemp()

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Builds and runs the normal_accuracy checks (README.md here) with plain g++ (no Bazel).
-#   tools/normal_accuracy/run.sh [OUTDIR] [N]        components, bound, random_check (N pairs)
-#   tools/normal_accuracy/run.sh gpu [OUTDIR]        builds gpu_check only (run it on a GPU host)
+#   tests/normal_accuracy/run.sh [OUTDIR] [N]        components, bound, random_check (N pairs)
+#   tests/normal_accuracy/run.sh gpu [OUTDIR]        builds gpu_check only (run it on a GPU host)
 # For gpu: CUDA_CLANG (default clang++-16), CUDA_PATH (the CUDA tree the production build
 # uses: $(bazel info output_base)/external/local_config_cuda/cuda), CUDA_SYSINC (its
 # libcudacxx include dir, optional), CUDART_DIR (a dir with libcudart_static.a, default
 # /usr/local/cuda/lib64), ARCH (default sm_90).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-here=tools/normal_accuracy
+here=tests/normal_accuracy
 cd "$root"
 if [[ ${1:-} == gpu ]]; then
   out=${2:-/tmp/normal_accuracy}

@@ -1,6 +1,6 @@
 """Counts host<->device traffic in steady-state training steps (run on a GPU machine).
 
-    python3 tests/gpu_no_copy_profile.py [--mirrored [--spe=1,64] [--attribute]]
+    python3 benchmarks/no_copy_profile.py [--mirrored [--spe=1,64] [--attribute]] [--smoke]
 
 Trains the same small model several ways and, for each, measures what crosses between host
 and device per step, counted by the GPU itself: NVML's PCIe RX (host to device) and TX
@@ -18,7 +18,9 @@ constant and device paths under MirroredStrategy over two logical GPUs (data.sha
 --attribute adds rows that each change one thing in the device path (the shard's
 first_sample, the step, the generator and its run time, TensorFlow's own ops in its place)
 and a second constant row: which part of the path any extra traffic comes with, and how
-far two identical rows differ.
+far two identical rows differ. --smoke: the constant and device paths, a few steps of a
+small batch, the trace's copy count only (no NVML), on any device.
+count_copies(logdir) reads a profiler trace's copies; other benchmarks use it too.
 """
 
 import glob
@@ -157,9 +159,30 @@ def profile(name, model, dataset, spe):
     return row
 
 
+def smoke():
+    """The constant and device paths profiled for a few steps of a small batch, without NVML
+    (which needs a GPU): the script's parts, kept working on any machine."""
+    const = (tf.zeros([64, DIM]), tf.zeros([64, 1], tf.int32))
+    for name, generator in (
+        ("constant", lambda step: const),
+        ("device", lambda step: tf_onthefly.teacher_task(64, DIM, seed=1, step=step)),
+    ):
+        model = compile_(data.GeneratorModel(make(), generator))
+        model.fit(data.device_dataset(), epochs=1, steps_per_epoch=2, verbose=0)
+        logdir = tempfile.mkdtemp(prefix=name)
+        tf.profiler.experimental.start(logdir)
+        model.fit(data.device_dataset(), epochs=1, steps_per_epoch=4, verbose=0)
+        tf.profiler.experimental.stop()
+        ev, nbytes, largest = count_copies(logdir)
+        print(json.dumps(dict(path=name, trace_htod_events=ev, trace_htod_bytes=nbytes, largest=largest)))
+    return 0
+
+
 def main():
+    if "--smoke" in sys.argv:
+        return smoke()
     if not tf.config.list_physical_devices("GPU"):
-        print("no GPU")
+        print("no GPU (--smoke runs a small profile on any device)")
         return 1
     if "--mirrored" in sys.argv:
         return mirrored()

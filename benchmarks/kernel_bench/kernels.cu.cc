@@ -1,4 +1,4 @@
-// Device side of the kernel bench (tools/kernel_bench/README.md): the SDK's generator
+// Device side of the kernel bench (benchmarks/kernel_bench/README.md): the SDK's generator
 // kernels exactly as the op library builds them, next to raw reference kernels that set
 // the ceilings (a plain float4 fill, and a bare Philox uniform with float4 stores), and a
 // check of the 16-bit conversions over every finite float32.

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tf_ops/common/philox_cpu.h"
-#include "tools/normal_accuracy/common.h"
+#include "tests/normal_accuracy/common.h"
 
 using namespace tf_onthefly;
 using na::LD;

@@ -3,7 +3,7 @@
 # baseline.cubin from git revision BASELINE's (if given), the host harness, and
 # drift_walk_by_hand (drift_walk's kernels launched outside TensorFlow; it links the CUDA 12
 # runtime from PyPI's nvidia-cuda-runtime-cu12, fetched into the configure tools folder).
-#   tools/kernel_bench/build.sh OUTDIR [BASELINE_REV]
+#   benchmarks/kernel_bench/build.sh OUTDIR [BASELINE_REV]
 set -euo pipefail
 out=${1:?usage: build.sh OUTDIR [BASELINE_REV]}
 rev=${2:-}
@@ -28,7 +28,7 @@ cuda_flags=(-x cuda -std=c++17 -O3 -ffp-contract=off -Wno-unknown-cuda-version
             -include third_party/cuda/clang_cuda_prelude.h
             --cuda-path="$cuda_path" --cuda-gpu-arch="$arch")
 for d in ${sysinc//:/ }; do cuda_flags+=(-isystem "$d"); done
-"$clang" "${cuda_flags[@]}" --cuda-device-only -iquote . -c tools/kernel_bench/kernels.cu.cc \
+"$clang" "${cuda_flags[@]}" --cuda-device-only -iquote . -c benchmarks/kernel_bench/kernels.cu.cc \
   -o "$out/kernels.cubin"
 names() { readelf -sW "$1" 2>/dev/null | grep -o '_Z[A-Za-z0-9_]*Kernel[A-Za-z0-9_]*' | sort -u > "$1.names"; }
 names "$out/kernels.cubin"
@@ -36,19 +36,19 @@ if [[ -n $rev ]]; then
   tmp=$(mktemp -d)
   git archive "$rev" tf_ops | tar -x -C "$tmp"
   "$clang" "${cuda_flags[@]}" --cuda-device-only -iquote "$tmp" -iquote . \
-    -c tools/kernel_bench/kernels.cu.cc \
+    -c benchmarks/kernel_bench/kernels.cu.cc \
     -o "$out/baseline.cubin"
   names "$out/baseline.cubin"
   rm -rf "$tmp"
 fi
-g++ -std=c++17 -O2 -iquote . -isystem "$cuda_path/include" tools/kernel_bench/harness.cc -ldl \
+g++ -std=c++17 -O2 -iquote . -isystem "$cuda_path/include" benchmarks/kernel_bench/harness.cc -ldl \
   -o "$out/harness"
 rt=${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/tf_onthefly/cudart-12.9.79
 if [[ ! -f $rt/nvidia/cuda_runtime/lib/libcudart.so.12 ]]; then
   python3 -m pip install -q --disable-pip-version-check --no-deps --target "$rt" \
     nvidia-cuda-runtime-cu12==12.9.79
 fi
-"$clang" "${cuda_flags[@]}" -iquote . tools/kernel_bench/drift_walk_by_hand.cu.cc \
+"$clang" "${cuda_flags[@]}" -iquote . benchmarks/kernel_bench/drift_walk_by_hand.cu.cc \
   tf_ops/drift_walk/drift_walk_kernels.cu.cc -L"$rt/nvidia/cuda_runtime/lib" -l:libcudart.so.12 \
   -o "$out/drift_walk_by_hand"
 echo "built $out: $(ls "$out" | tr '\n' ' ')"

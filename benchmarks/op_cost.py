@@ -1,7 +1,7 @@
 """What one small generator op adds to a training step, measured in a graph loop, beside
 what TensorFlow's own ops add in the same loop.
 
-    python3 tools/op_cost.py [--device=gpu] [--steps=2000] [--repeats=5] [--jit] [--placement]
+    python3 benchmarks/op_cost.py [--device=gpu] [--steps=2000] [--repeats=5] [--jit] [--placement] [--smoke]
 
 One tf.function call runs a tf.range loop of `steps` iterations; each iteration reads and
 advances a step counter held in a variable on the device (as GeneratorModel and
@@ -16,17 +16,16 @@ DataPosition do) and reduces a 32 x 16 float batch that depends on the step. Row
 A row's added cost is (row - constant) / steps; per op, divided by the ops it adds. The
 rows are timed in turn, `repeats` rounds after a warm-up, and each row reports its median.
 --jit compiles each loop with XLA (the generator runs as its custom call). Prints one JSON
-line.
+line. --smoke: 20 steps, one round, every row (placement included), on any device.
 """
 
 import argparse
 import json
-import statistics
-import time
 
 import tensorflow as tf
 
 import tf_onthefly
+from tf_onthefly import timing
 
 # name -> (ops the row adds to the constant loop, batch of the step s)
 ROWS = {
@@ -76,7 +75,10 @@ def main():
     ap.add_argument("--jit", action="store_true", help="compile each loop with XLA")
     ap.add_argument("--placement", action="store_true", help="add the host-placement rows")
     ap.add_argument("--label", default="")
+    ap.add_argument("--smoke", action="store_true", help="a few steps, one round, every row")
     args = ap.parse_args()
+    if args.smoke:
+        args.steps, args.repeats, args.placement = 20, 1, True
     rows = dict(ROWS, **(PLACEMENT_ROWS if args.placement else {}))
     with tf.device("/GPU:0" if args.device == "gpu" else "/CPU:0"):
         step = tf.Variable(0, dtype=tf.int64)
@@ -101,10 +103,8 @@ def main():
         samples = {name: [] for name in rows}
         for _ in range(args.repeats):
             for name, run in runs.items():
-                t0 = time.perf_counter()
-                float(run(tf.constant(args.steps)))
-                samples[name].append(time.perf_counter() - t0)
-    times = {k: statistics.median(v) for k, v in samples.items()}
+                samples[name] += timing.call_times(lambda: float(run(tf.constant(args.steps))), 1, warmup=0)
+    times = {k: timing.summary(v)["median"] for k, v in samples.items()}
     added = {k: 1e6 * (t - times["constant"]) / args.steps for k, t in times.items() if k != "constant"}
     print(
         json.dumps(
