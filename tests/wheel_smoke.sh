@@ -3,7 +3,7 @@
 # environments with the oldest and the newest supported TensorFlow (from PyPI, nothing of the
 # source tree) and runs the smoke test there (tests/wheel_smoke.py), then checks that an
 # unsupported TensorFlow gets an ImportError naming the supported range. Run by .ci/run;
-# the GPU variant: tools/gpu_session.sh, recorded in docs/benchmarks.md.
+# the GPU variant: tools/testing/gpu_run.py ... smoke (docs/packaging.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
