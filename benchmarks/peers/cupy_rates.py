@@ -12,7 +12,10 @@ from common import arguments, report, seconds_per_output
 def main():
     args = arguments(__doc__.split("\n")[0])
     results = {}
-    for name, fn in (("cupy.random.random", cupy.random.random), ("cupy.random.standard_normal", cupy.random.standard_normal)):
+    for name, fn in (
+        ("cupy.random.random", cupy.random.random),
+        ("cupy.random.standard_normal", cupy.random.standard_normal),
+    ):
         results[f"{name} (CuPy {cupy.__version__})"] = seconds_per_output(
             lambda fn=fn: fn(args.floats, dtype=cupy.float32), lambda _: cupy.cuda.Device().synchronize(), args
         )

@@ -47,7 +47,15 @@ PY = sys.executable
 
 
 def bench(out, configs, modes, paths, rounds=3):
-    return [PY, "-m", "tf_onthefly.bench", "--device=gpu", f"--configs={configs}", f"--modes={modes}", "--jit=off,on"] + [
+    return [
+        PY,
+        "-m",
+        "tf_onthefly.bench",
+        "--device=gpu",
+        f"--configs={configs}",
+        f"--modes={modes}",
+        "--jit=off,on",
+    ] + [
         f"--paths={paths}",
         "--seconds=1",
         f"--rounds={rounds}",
@@ -73,19 +81,52 @@ def steps(mode, args, name):
     if mode == "smoke":  # from outside the checkout: the installed wheel, not the sources
         return [
             ("info", [PY, "-m", "tf_onthefly.info"], 120, tempfile.gettempdir()),
-            ("wheel_smoke", [PY, os.path.join(ROOT, "tests", "wheel_smoke.py"), "--any-location"], 600, tempfile.gettempdir()),
+            (
+                "wheel_smoke",
+                [PY, os.path.join(ROOT, "tests", "wheel_smoke.py"), "--any-location"],
+                600,
+                tempfile.gettempdir(),
+            ),
         ]
     if mode == "bench":
         return [
-            ("bench_seed", bench(name("bench_seed"), "seed", "fit1,fit64,loop64", "constant,numpy,op-in-step,tf-stateless"), 600, ROOT),
-            ("bench_wide_cnn", bench(name("bench_wide_cnn"), "wide,cnn", "fit64", "constant,op-in-step,tf-stateless", 5), 600, ROOT),
+            (
+                "bench_seed",
+                bench(name("bench_seed"), "seed", "fit1,fit64,loop64", "constant,numpy,op-in-step,tf-stateless"),
+                600,
+                ROOT,
+            ),
+            (
+                "bench_wide_cnn",
+                bench(name("bench_wide_cnn"), "wide,cnn", "fit64", "constant,op-in-step,tf-stateless", 5),
+                600,
+                ROOT,
+            ),
         ]
     if mode == "rates":
         sizes = "--mib=256,1024,4096"
         return [
-            ("peer_rates", [PY, f"{b}/peer_rates.py", sizes, "--repeats=5", f"--json={name('peer_rates')}.json"], 900, ROOT),
-            ("rates", [PY, "-m", "tf_onthefly.rates", sizes, "--repeats=5", "--unroll=20", f"--json={name('rates')}.json",
-                       "--only=random_batch uniform,random_batch normal,stateless,copy,numpy"], 900, ROOT),
+            (
+                "peer_rates",
+                [PY, f"{b}/peer_rates.py", sizes, "--repeats=5", f"--json={name('peer_rates')}.json"],
+                900,
+                ROOT,
+            ),
+            (
+                "rates",
+                [
+                    PY,
+                    "-m",
+                    "tf_onthefly.rates",
+                    sizes,
+                    "--repeats=5",
+                    "--unroll=20",
+                    f"--json={name('rates')}.json",
+                    "--only=random_batch uniform,random_batch normal,stateless,copy,numpy",
+                ],
+                900,
+                ROOT,
+            ),
             ("op_timeline_256", [PY, f"{b}/op_timeline.py", "--mib=256"], 300, ROOT),
             ("op_timeline_256_steps_on_gpu", [PY, f"{b}/op_timeline.py", "--mib=256", "--steps_on=gpu"], 300, ROOT),
         ]
@@ -96,9 +137,18 @@ def steps(mode, args, name):
         ]
     if mode == "trace":
         return [
-            (f"step_timeline_{spec.replace('--', '').replace(' ', '_').replace('=', '')}",
-             [PY, f"{b}/step_timeline.py"] + spec.split(), 300, ROOT)
-            for spec in ("--mode=fit64 --jit", "--mode=loop64 --jit", "--mode=loop64", "--config=wide --mode=fit64 --jit")
+            (
+                f"step_timeline_{spec.replace('--', '').replace(' ', '_').replace('=', '')}",
+                [PY, f"{b}/step_timeline.py"] + spec.split(),
+                300,
+                ROOT,
+            )
+            for spec in (
+                "--mode=fit64 --jit",
+                "--mode=loop64 --jit",
+                "--mode=loop64",
+                "--config=wide --mode=fit64 --jit",
+            )
         ]
     if mode == "copies":
         return [
@@ -107,20 +157,40 @@ def steps(mode, args, name):
         ]
     if mode == "mirrored":
         return [
-            ("no_copy_profile_attribute", [PY, f"{b}/no_copy_profile.py", "--mirrored", "--spe=1", "--attribute"], 600, ROOT),
+            (
+                "no_copy_profile_attribute",
+                [PY, f"{b}/no_copy_profile.py", "--mirrored", "--spe=1", "--attribute"],
+                600,
+                ROOT,
+            ),
             ("mirrored_placement", [PY, f"{b}/mirrored_placement.py"], 300, ROOT),
         ]
     if mode == "sanitize":
         smoke = os.path.join(ROOT, "tests", "gpu_sanitizer_smoke.py")
-        return [(f"sanitize_{tool}", ["compute-sanitizer", "--tool", tool, PY, smoke], 600, ROOT) for tool in ("memcheck", "racecheck")]
+        return [
+            (f"sanitize_{tool}", ["compute-sanitizer", "--tool", tool, PY, smoke], 600, ROOT)
+            for tool in ("memcheck", "racecheck")
+        ]
     if mode == "kernels":
         if not args.kernels:
-            sys.exit("gpu_run: mode kernels needs --kernels D (benchmarks/kernel_bench/build.sh D, and the SDK test ops)")
+            sys.exit(
+                "gpu_run: mode kernels needs --kernels D (benchmarks/kernel_bench/build.sh D, and the SDK test ops)"
+            )
         k = args.kernels
         return [
             ("kernel_bench", [os.path.join(k, "harness"), os.path.join(k, "kernels.cubin"), "new"], 600, k),
-            ("launcher_generators", [PY, f"{b}/launcher_generators.py", f"--sdk-test-ops={k}/_sdk_test_ops.so",
-                                     f"--by-hand={k}/drift_walk_by_hand", f"--out={name('launcher_generators')}.json"], 600, ROOT),
+            (
+                "launcher_generators",
+                [
+                    PY,
+                    f"{b}/launcher_generators.py",
+                    f"--sdk-test-ops={k}/_sdk_test_ops.so",
+                    f"--by-hand={k}/drift_walk_by_hand",
+                    f"--out={name('launcher_generators')}.json",
+                ],
+                600,
+                ROOT,
+            ),
         ]
     raise ValueError(mode)
 
@@ -142,7 +212,9 @@ def install(args, env):
         subprocess.run([PY, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", args.wheel], check=True)
     # TensorFlow's profiler records device events only where it can load CUPTI: PyPI's
     # nvidia-cuda-cupti-cu12, where installed, on the library path of every step.
-    cupti = glob.glob(os.path.join(os.path.dirname(os.path.dirname(shutil.which("nvidia-smi") or "")), "**", "libcupti.so*"))
+    cupti = glob.glob(
+        os.path.join(os.path.dirname(os.path.dirname(shutil.which("nvidia-smi") or "")), "**", "libcupti.so*")
+    )
     try:
         import nvidia.cuda_cupti  # noqa: F401
 
@@ -159,7 +231,9 @@ def install(args, env):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--wheel", required=True, help="the tf_onthefly wheel to install and run")
     ap.add_argument("--out", required=True, help="folder for the raw outputs")
     ap.add_argument("--target", help="install the wheel into this folder instead of this Python")
@@ -207,7 +281,9 @@ def main():
                     f.write(f"$ {' '.join(shlex.quote(c) for c in cmd)}\n")
                     f.flush()
                     try:
-                        rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=cwd, timeout=timeout).returncode
+                        rc = subprocess.run(
+                            cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=cwd, timeout=timeout
+                        ).returncode
                     except subprocess.TimeoutExpired:
                         rc = "timeout"
                     except OSError as e:

@@ -48,7 +48,8 @@ TOP_LEVEL = {
 # tools/ holds build and maintenance only, sorted by role; measurement code is benchmarks/.
 TOOLS_ROLES = {"build", "docs", "format", "testing"}
 # Old paths the packaging change moves to tools/build/ and tools/testing/ (or deletes).
-TOOLS_OLD = {"tools/build_wheel.py", "tools/tf_release.sh", "tools/test_all_tf.sh"}  # TEMPORARY: delete this line once they have moved
+# TEMPORARY: once they have moved, the next line becomes `TOOLS_OLD = set()`.
+TOOLS_OLD = {"tools/build_wheel.py", "tools/tf_release.sh", "tools/test_all_tf.sh"}  # TEMPORARY
 # docs/ holds pages (and their images); results of runs live in benchmarks/results/.
 DOCS = re.compile(r"^docs/([\w.-]+\.md|BUILD|img/[\w.-]+\.(png|svg))$")
 
