@@ -19,14 +19,14 @@ using tf_onthefly::BoxMuller;
 
 namespace {
 
-#define CUDA_OK(x)                                                                   \
-  do {                                                                               \
-    cudaError_t e_ = (x);                                                            \
-    if (e_ != cudaSuccess) {                                                         \
+#define CUDA_OK(x)                                                                       \
+  do {                                                                                   \
+    cudaError_t e_ = (x);                                                                \
+    if (e_ != cudaSuccess) {                                                             \
       std::fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, \
-                   __LINE__);                                                        \
-      std::exit(1);                                                                  \
-    }                                                                                \
+                   __LINE__);                                                            \
+      std::exit(1);                                                                      \
+    }                                                                                    \
   } while (0)
 
 __host__ __device__ inline uint64_t SplitMix(uint64_t x) {
@@ -81,8 +81,8 @@ uint64_t Part(int mode, uint64_t base, uint32_t fixed, uint64_t n, float* dev,
       if (a != b) {
         ++bad;
         if (bad <= 5)
-          std::printf("  mismatch: w_r 0x%08x w_theta 0x%08x z%d host %a gpu %a\n", wr, wt, j,
-                      z[j], host[2 * i + j]);
+          std::printf("  mismatch: w_r 0x%08x w_theta 0x%08x z%d host %a gpu %a\n", wr, wt, j, z[j],
+                      host[2 * i + j]);
       }
     }
   }

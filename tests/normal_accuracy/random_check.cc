@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <vector>
 
-#include "tf_ops/common/philox_cpu.h"
 #include "tests/normal_accuracy/common.h"
+#include "tf_ops/common/philox_cpu.h"
 
 using namespace tf_onthefly;
 using na::LD;
