@@ -212,9 +212,7 @@ def install(args, env):
         subprocess.run([PY, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", args.wheel], check=True)
     # TensorFlow's profiler records device events only where it can load CUPTI: PyPI's
     # nvidia-cuda-cupti-cu12, where installed, on the library path of every step.
-    cupti = glob.glob(
-        os.path.join(os.path.dirname(os.path.dirname(shutil.which("nvidia-smi") or "")), "**", "libcupti.so*")
-    )
+    cupti = glob.glob("/usr/local/cuda*/extras/CUPTI/lib64/libcupti.so*")
     try:
         import nvidia.cuda_cupti  # noqa: F401
 
@@ -266,6 +264,7 @@ def main():
         f"wheel: {os.path.basename(args.wheel)}",
         f"gpu: {gpu}",
         f"python: {sys.version.split()[0]}",
+        f"CUPTI (device events in traces): {env.get('LD_LIBRARY_PATH') or 'not found'}",
         capture([PY, "-m", "tf_onthefly.info"], env=env, cwd=tempfile.gettempdir()),
     ]
     with open(name("header") + ".txt", "w") as f:
