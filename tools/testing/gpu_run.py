@@ -10,7 +10,8 @@ be there), or into folder D with --target, put first on every run's PYTHONPATH. 
   tests     every tests/*_test.py with --test_device=gpu (the requires-gpu variants), as
             plain Python test files (--tests picks some: --tests=data,sdk)
   smoke     the wheel's smoke test from outside the checkout (tests/wheel_smoke.py)
-  bench     the input benchmark's GPU rows (python -m tf_onthefly.bench)
+  bench     the input benchmark's GPU rows (python -m tf_onthefly.bench), and its default
+            run twice
   rates     generation rates: the peers (benchmarks/peer_rates.py), ours next to TF's ops,
             a copy and NumPy (python -m tf_onthefly.rates), one op's kernel timeline
   cost      what one op adds to a step (benchmarks/op_cost.py), with and without XLA
@@ -102,6 +103,9 @@ def steps(mode, args, name):
                 600,
                 ROOT,
             ),
+        ] + [  # the default run, as a user runs it, twice back to back (docs/bench.md)
+            (f"bench_default{n}", [PY, "-m", "tf_onthefly.bench", f"--out={name(f'bench_default{n}')}"], 600, ROOT)
+            for n in (1, 2)
         ]
     if mode == "rates":
         sizes = "--mib=256,1024,4096"
