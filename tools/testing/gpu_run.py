@@ -33,6 +33,7 @@ line per step with its exit status. The exit status is 1 if any step failed.
 import argparse
 import datetime
 import glob
+import importlib
 import os
 import re
 import shlex
@@ -214,15 +215,17 @@ def install(args, env):
         env["PYTHONPATH"] = os.pathsep.join(p for p in (args.target, env.get("PYTHONPATH")) if p)
     else:
         subprocess.run([PY, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", args.wheel], check=True)
-    # TensorFlow's profiler records device events only where it can load CUPTI: PyPI's
-    # nvidia-cuda-cupti-cu12, where installed, on the library path of every step.
+    # TensorFlow's profiler records device events only where it can load CUPTI, and
+    # kernel_bench's drift_walk_by_hand needs the CUDA 12 runtime: CUDA's own install and
+    # PyPI's nvidia-cuda-cupti-cu12 / nvidia-cuda-runtime-cu12, where present, on the library
+    # path of every step.
     cupti = glob.glob("/usr/local/cuda*/extras/CUPTI/lib64/libcupti.so*")
-    try:
-        import nvidia.cuda_cupti  # noqa: F401
-
-        cupti.append(os.path.join(list(nvidia.cuda_cupti.__path__)[0], "lib", "libcupti.so"))
-    except ImportError:
-        pass
+    for package in ("nvidia.cuda_cupti", "nvidia.cuda_runtime"):
+        try:
+            module = importlib.import_module(package)
+        except ImportError:
+            continue
+        cupti += glob.glob(os.path.join(list(module.__path__)[0], "lib", "lib*.so*"))
     dirs = sorted({os.path.dirname(c) for c in cupti})
     if dirs:
         env["LD_LIBRARY_PATH"] = os.pathsep.join(dirs + [env.get("LD_LIBRARY_PATH", "")])
@@ -255,8 +258,8 @@ def main():
     out = os.path.abspath(args.out)
 
     gpu = capture(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"])
-    card = re.sub(r"[^a-z0-9]+", "", (gpu.splitlines() or ["nogpu"])[0].split(",")[0].lower().replace("nvidia", ""))
-    card = card[:16] or "nogpu"
+    first = gpu.splitlines()[0].split(",")[0] if gpu and not gpu.startswith("(") else "nogpu"
+    card = re.sub(r"[^a-z0-9]+", "", first.lower().replace("nvidia", ""))[:16] or "gpu"
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     name = lambda step: os.path.join(out, f"{stamp}_{card}_{step}")  # noqa: E731
 
@@ -268,7 +271,7 @@ def main():
         f"wheel: {os.path.basename(args.wheel)}",
         f"gpu: {gpu}",
         f"python: {sys.version.split()[0]}",
-        f"CUPTI (device events in traces): {env.get('LD_LIBRARY_PATH') or 'not found'}",
+        f"CUPTI and CUDA runtime libraries: {env.get('LD_LIBRARY_PATH') or 'not found (traces have no device events)'}",
         capture([PY, "-m", "tf_onthefly.info"], env=env, cwd=tempfile.gettempdir()),
     ]
     with open(name("header") + ".txt", "w") as f:
