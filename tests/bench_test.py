@@ -1,4 +1,4 @@
-"""The bench main job runs end to end (tiny timings: no timed assertions), and profile_input."""
+"""The input benchmark runs end to end (tiny timings: no timed assertions), and profile_input."""
 
 import json
 import os

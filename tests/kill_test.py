@@ -22,7 +22,7 @@ import numpy as np
 from absl import flags
 from absl.testing import absltest
 
-# Run by hand among the device tests (tools/gpu_session.sh passes --test_device to every
+# Run by hand among the device tests (tools/testing/gpu_run.py passes --test_device to every
 # test file): the training processes run on the CPU either way.
 flags.DEFINE_string("test_device", "cpu", "ignored: the killed processes train on the CPU")
 

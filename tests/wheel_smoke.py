@@ -1,5 +1,5 @@
 """The installed wheel's smoke test, run in a fresh environment (tests/wheel_smoke.sh on the
-CPU in CI; tools/gpu_session.sh on the GPU, under two TensorFlow versions): the op library
+CPU in CI; `tools/testing/gpu_run.py ... smoke` on a GPU host): the op library
 for the running TensorFlow loads, every registered generator runs on every device, the
 golden row is bit-exact, model.fit trains on the GPU-native path, and XLA compiles the ops
 where the library has XLA kernels (and jit_compile=True is refused clearly where not)."""

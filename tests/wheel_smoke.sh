@@ -3,7 +3,7 @@
 # environments with the oldest and the newest supported TensorFlow (from PyPI, nothing of the
 # source tree) and runs the smoke test there (tests/wheel_smoke.py), then checks that an
 # unsupported TensorFlow gets an ImportError naming the supported range. Run by .ci/run;
-# the GPU variant: tools/gpu_session.sh, recorded in docs/benchmarks.md.
+# the GPU variant: tools/testing/gpu_run.py ... smoke (docs/packaging.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
@@ -11,7 +11,7 @@ trap 'rm -rf "$work"' EXIT
 bash build_pip_pkg.sh "$work/dist" >/dev/null
 wheel=$(ls "$work"/dist/tf_onthefly-*.whl)
 echo "wheel: $(basename "$wheel") ($(du -k "$wheel" | cut -f1) KiB)"
-versions=($(python3 -c "exec(open('tf_ops/tf_versions.bzl').read()); print(TF_VERSIONS[0], TF_VERSIONS[-1])"))
+read -r -a versions < <(python3 -c "exec(open('tf_ops/tf_versions.bzl').read()); print(TF_VERSIONS[0], TF_VERSIONS[-1])")
 export TF_CPP_MIN_LOG_LEVEL=2
 for v in "${versions[@]}"; do
   python3 -m venv "$work/venv-$v"

@@ -5,7 +5,7 @@
 # default. Not in CI: about 20 minutes on two cores (docs/packaging.md has the last run).
 #   tools/test_all_tf.sh [VERSION...]
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 versions=${*:-$(python3 -c "exec(open('tf_ops/tf_versions.bzl').read()); print(' '.join(TF_VERSIONS))")}
 venvs=${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/tf_onthefly/venvs
 summary=$(mktemp)

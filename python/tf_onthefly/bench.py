@@ -1,4 +1,4 @@
-"""The main job: measure every input path side by side, and whether input is your bottleneck.
+"""The input benchmark: measure every input path side by side, and whether input is your bottleneck.
 
     python -m tf_onthefly.bench                    # CPU machine: CPU paths
     python -m tf_onthefly.bench --device=gpu       # every path, GPU sizes, with and without XLA
