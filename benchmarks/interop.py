@@ -60,9 +60,19 @@ def ptx_op(batch, feature_dim, ptx):
     """step -> (features, labels) by OnTheFly>CudaKernel."""
 
     def gen(step):
-        return tuple(cuda_kernel(ptx, ENTRY, batch_size=batch, seed=SEED, step=step, items_per_thread=4,
-                                 outputs=[((feature_dim,), tf.float32), ((1,), tf.float32)],
-                                 int_scalars=[feature_dim], float_scalars=[P]))
+        return tuple(
+            cuda_kernel(
+                ptx,
+                ENTRY,
+                batch_size=batch,
+                seed=SEED,
+                step=step,
+                items_per_thread=4,
+                outputs=[((feature_dim,), tf.float32), ((1,), tf.float32)],
+                int_scalars=[feature_dim],
+                float_scalars=[P],
+            )
+        )
 
     return gen
 
@@ -82,9 +92,22 @@ class CupyLauncher:
         step_arr = cp.array([step], cp.int64)
         features = cp.empty((self.batch, self.dim), cp.float32)
         labels = cp.empty((self.batch, 1), cp.float32)
-        self.kernel(self.grid, self.block,
-                    (self.seed, np.int64(1), step_arr, np.int64(0), np.int64(self.batch), np.int64(self.batch),
-                     np.int64(self.dim), np.float32(P), features, labels))
+        self.kernel(
+            self.grid,
+            self.block,
+            (
+                self.seed,
+                np.int64(1),
+                step_arr,
+                np.int64(0),
+                np.int64(self.batch),
+                np.int64(self.batch),
+                np.int64(self.dim),
+                np.float32(P),
+                features,
+                labels,
+            ),
+        )
         return features, labels
 
 
@@ -102,8 +125,13 @@ def cupy_bridge(batch, feature_dim, ptx_path):
 
 def _host_bridge(batch, feature_dim):
     rng = np.random.default_rng(0)
-    return DeviceBridge(lambda step: (rng.random((batch, feature_dim), dtype=np.float32),
-                                      (rng.random((batch, 1)) < P).astype(np.float32)), _signature(batch, feature_dim))
+    return DeviceBridge(
+        lambda step: (
+            rng.random((batch, feature_dim), dtype=np.float32),
+            (rng.random((batch, 1)) < P).astype(np.float32),
+        ),
+        _signature(batch, feature_dim),
+    )
 
 
 def generators(batch, feature_dim, ptx):
@@ -146,8 +174,7 @@ def part_rate(args, ptx_text):
     runners = {name: _unrolled(gen, calls) for name, gen in paths.items()}
     step = tf.Variable(0, dtype=tf.int64)
     for name, run in runners.items():
-        times = timing.call_times(lambda: run(step.assign_add(calls)), args.rounds, warmup=1,
-                                  sync=lambda r: r.numpy())
+        times = timing.call_times(lambda: run(step.assign_add(calls)), args.rounds, warmup=1, sync=lambda r: r.numpy())
         result[name] = {k: v / calls if k == "median" else v for k, v in timing.summary(times).items()}
     cupy = _cupy() if gpu else None
     if cupy is not None:
@@ -182,6 +209,7 @@ def part_step_cost(args, ptx_text):
     paths["empty"] = lambda s: (tf.zeros([batch, dim]) + tf.cast(s, tf.float32), None)
     result = {"batch": batch, "feature_dim": dim, "steps": steps}
     for name, gen in paths.items():
+
         @tf.function
         def loop(n, gen=gen):
             def body(s, acc):
@@ -189,8 +217,9 @@ def part_step_cost(args, ptx_text):
 
             return tf.while_loop(lambda s, a: s < n, body, (tf.constant(0, tf.int64), tf.constant(0.0)))[1]
 
-        times = timing.call_times(lambda: loop(tf.constant(steps, tf.int64)), args.rounds, warmup=1,
-                                  sync=lambda r: r.numpy())
+        times = timing.call_times(
+            lambda: loop(tf.constant(steps, tf.int64)), args.rounds, warmup=1, sync=lambda r: r.numpy()
+        )
         s = timing.summary(times)
         result[name] = {"us_per_step": s["median"] / steps * 1e6, "spread": s["spread"]}
     if "ptx-op" in result:
@@ -215,6 +244,7 @@ def part_wide(args, ptx_text):
         in_step["cupy-bridge"] = bridge
     in_step["builtin"] = lambda s: tf_onthefly.random_batch(batch, dim, seed=SEED, step=s, p=P)
     for name, gen in in_step.items():
+
         @tf.function
         def loop(first, gen=gen):
             acc = tf.constant(0.0)
@@ -222,8 +252,9 @@ def part_wide(args, ptx_text):
                 acc += consume(*gen(i))
             return acc
 
-        times = timing.call_times(lambda: loop(tf.constant(0, tf.int64)), args.rounds, warmup=1,
-                                  sync=lambda r: r.numpy())
+        times = timing.call_times(
+            lambda: loop(tf.constant(0, tf.int64)), args.rounds, warmup=1, sync=lambda r: r.numpy()
+        )
         result[name] = {"steps_per_s": steps / timing.summary(times)["median"]}
 
     rng = np.random.default_rng(0)
@@ -245,15 +276,19 @@ def part_wide(args, ptx_text):
     times = timing.call_times(numpy_loop, args.rounds, warmup=1, sync=lambda r: r.numpy())
     result["numpy+prefetch"] = {"steps_per_s": steps / timing.summary(times)["median"]}
     if "cupy-bridge" in result:
-        result["cupy-bridge / numpy+prefetch"] = (result["cupy-bridge"]["steps_per_s"]
-                                                   / result["numpy+prefetch"]["steps_per_s"])
+        result["cupy-bridge / numpy+prefetch"] = (
+            result["cupy-bridge"]["steps_per_s"] / result["numpy+prefetch"]["steps_per_s"]
+        )
     return result
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--ptx", default=os.environ.get("OTF_TEST_PTX", "bazel-bin/tf_ops/interop/test_kernels.ptx"),
-                        help="the PTX of //tf_ops/interop:test_ptx")
+    parser.add_argument(
+        "--ptx",
+        default=os.environ.get("OTF_TEST_PTX", "bazel-bin/tf_ops/interop/test_kernels.ptx"),
+        help="the PTX of //tf_ops/interop:test_ptx",
+    )
     parser.add_argument("--out", help="write the results here as JSON")
     parser.add_argument("--smoke", action="store_true", help="toy sizes, any device")
     parser.add_argument("--parts", default="rate,step_cost,wide")
@@ -265,9 +300,12 @@ def main(argv=None):
         args.rate_mib, args.calls, args.loop_steps, args.wide_batch, args.wide_steps = 1024, 10, 2000, 65536, 50
     with open(args.ptx) as f:
         ptx_text = f.read()
-    results = {"device": tf.config.list_logical_devices("GPU")[0].name if _gpu() else "CPU",
-               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "tf": tf.__version__,
-               "smoke": args.smoke}
+    results = {
+        "device": tf.config.list_logical_devices("GPU")[0].name if _gpu() else "CPU",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "tf": tf.__version__,
+        "smoke": args.smoke,
+    }
     for part in args.parts.split(","):
         results[part] = {"rate": part_rate, "step_cost": part_step_cost, "wide": part_wide}[part](args, ptx_text)
         print(part, json.dumps(results[part], indent=1), flush=True)

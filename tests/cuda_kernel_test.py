@@ -14,7 +14,6 @@ Bazel, point OTF_TEST_PTX at that file:
 import os
 import tempfile
 
-import numpy as np
 import tensorflow as tf
 
 import tf_onthefly
@@ -28,8 +27,10 @@ def test_ptx() -> str:
     path = os.environ.get("OTF_TEST_PTX")
     if not path:
         for root in (os.environ.get("TEST_SRCDIR", ""), os.path.dirname(os.path.abspath(__file__)) + "/.."):
-            for candidate in (os.path.join(root, "tf_onthefly", "tf_ops", "interop", "test_kernels.ptx"),
-                              os.path.join(root, "tf_ops", "interop", "test_kernels.ptx")):
+            for candidate in (
+                os.path.join(root, "tf_onthefly", "tf_ops", "interop", "test_kernels.ptx"),
+                os.path.join(root, "tf_ops", "interop", "test_kernels.ptx"),
+            ):
                 if os.path.exists(candidate):
                     path = candidate
                     break
@@ -46,8 +47,9 @@ UNIFORM = dict(outputs=[((16,), tf.float32), ((1,), tf.float32)], int_scalars=[1
 
 
 def uniform_batch(batch_size=64, feature_dim=16, seed=7, step=3, **kwargs):
-    args = dict(outputs=[((feature_dim,), tf.float32), ((1,), tf.float32)], int_scalars=[feature_dim],
-                float_scalars=[0.5])
+    args = dict(
+        outputs=[((feature_dim,), tf.float32), ((1,), tf.float32)], int_scalars=[feature_dim], float_scalars=[0.5]
+    )
     args.update(kwargs)
     return cuda_kernel(PTX, "otf_uniform_batch", batch_size=batch_size, seed=seed, step=step, **args)
 
@@ -86,27 +88,45 @@ class ArgumentTest(device_util.DeviceTestCase):
 
     def raw(self, **overrides):
         """The op itself, past the Python checks: its own checks must hold too."""
-        args = dict(seed=tf.constant(1, tf.int64), step=tf.constant(0, tf.int64),
-                    first_sample=tf.constant(0, tf.int32), inputs=[], ptx=PTX, entry="otf_uniform_batch",
-                    batch_size=8, sample_shapes=[[16], [1]], Tout=[tf.float32, tf.float32], int_scalars=[16],
-                    float_scalars=[0.5])
+        args = dict(
+            seed=tf.constant(1, tf.int64),
+            step=tf.constant(0, tf.int64),
+            first_sample=tf.constant(0, tf.int32),
+            inputs=[],
+            ptx=PTX,
+            entry="otf_uniform_batch",
+            batch_size=8,
+            sample_shapes=[[16], [1]],
+            Tout=[tf.float32, tf.float32],
+            int_scalars=[16],
+            float_scalars=[0.5],
+        )
         args.update(overrides)
         return _load.ops.on_the_fly_cuda_kernel(**args)
 
     def test_op_checks_name_the_op_and_entry(self):
         who = "OnTheFly>CudaKernel (entry 'otf_uniform_batch')"
-        self.assertRefuses(self.raw, [
-            (dict(entry="missing"), "OnTheFly>CudaKernel (entry 'missing'): the PTX has no entry 'missing'; "
-                                    "its entries are [otf_uniform_batch, otf_affine, otf_step_fill]"),
-            (dict(ptx="hello"), who + ": ptx is not PTX text"),
-            (dict(num_samples=9), who + ": num_samples must be -1 (the whole batch) or in [0, batch_size=8]"),
-            (dict(sample_shapes=[[16]]), who + ": sample_shapes and Tout give the outputs, one each"),
-            (dict(grid_rule="fixed"), who + ": grid_rule 'fixed' needs grid"),
-            (dict(grid=[4]), who + ": grid is only for grid_rule 'fixed'"),
-            (dict(grid_rule="fixed", grid=[0]), who + ": grid[0] must be in [1, 2147483647]"),
-            (dict(block=4096), who + ": block must be in [1, 1024] threads"),
-            (dict(sample_shapes=[[2**40], [1]]), who + ": output 0 of 8 x [1099511627776] exceeds the per-output cap"),
-        ])
+        self.assertRefuses(
+            self.raw,
+            [
+                (
+                    dict(entry="missing"),
+                    "OnTheFly>CudaKernel (entry 'missing'): the PTX has no entry 'missing'; "
+                    "its entries are [otf_uniform_batch, otf_affine, otf_step_fill]",
+                ),
+                (dict(ptx="hello"), who + ": ptx is not PTX text"),
+                (dict(num_samples=9), who + ": num_samples must be -1 (the whole batch) or in [0, batch_size=8]"),
+                (dict(sample_shapes=[[16]]), who + ": sample_shapes and Tout give the outputs, one each"),
+                (dict(grid_rule="fixed"), who + ": grid_rule 'fixed' needs grid"),
+                (dict(grid=[4]), who + ": grid is only for grid_rule 'fixed'"),
+                (dict(grid_rule="fixed", grid=[0]), who + ": grid[0] must be in [1, 2147483647]"),
+                (dict(block=4096), who + ": block must be in [1, 1024] threads"),
+                (
+                    dict(sample_shapes=[[2**40], [1]]),
+                    who + ": output 0 of 8 x [1099511627776] exceeds the per-output cap",
+                ),
+            ],
+        )
 
     def test_first_sample_range(self):
         with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "first_sample must be in"):
@@ -115,8 +135,9 @@ class ArgumentTest(device_util.DeviceTestCase):
     def test_shapes(self):
         @tf.function
         def f(step):
-            return cuda_kernel(PTX, "otf_uniform_batch", batch_size=32, num_samples=8, first_sample=8, step=step,
-                               **UNIFORM)
+            return cuda_kernel(
+                PTX, "otf_uniform_batch", batch_size=32, num_samples=8, first_sample=8, step=step, **UNIFORM
+            )
 
         features, labels = f.get_concrete_function(tf.TensorSpec([], tf.int64)).structured_outputs
         self.assertEqual(features.shape.as_list(), [8, 16])
@@ -141,8 +162,9 @@ class CpuTest(device_util.DeviceTestCase):
     def test_cpu_kernel_refuses(self):
         if device_util.device() != "cpu":
             self.skipTest("the CPU kernel's refusal")
-        with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
-                                    r"OnTheFly>CudaKernel \(entry 'otf_uniform_batch'\): runs on a GPU only"):
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError, r"OnTheFly>CudaKernel \(entry 'otf_uniform_batch'\): runs on a GPU only"
+        ):
             uniform_batch()
 
 
@@ -189,8 +211,13 @@ class GpuTest(device_util.DeviceTestCase):
 
     def test_grid_rules_and_shards_give_the_same_batch(self):
         want = uniform_batch(1000, 12)
-        for kwargs in (dict(grid="samples"), dict(grid="fixed", grid_dims=[3]), dict(items_per_thread=64),
-                       dict(block=32), dict(grid="fixed", grid_dims=[2, 2, 2], block=1)):
+        for kwargs in (
+            dict(grid="samples"),
+            dict(grid="fixed", grid_dims=[3]),
+            dict(items_per_thread=64),
+            dict(block=32),
+            dict(grid="fixed", grid_dims=[2, 2, 2], block=1),
+        ):
             with self.subTest(**{k: str(v) for k, v in kwargs.items()}):
                 got = uniform_batch(1000, 12, **kwargs)
                 self.assertAllEqual(got[0], want[0])
@@ -200,16 +227,24 @@ class GpuTest(device_util.DeviceTestCase):
 
     def test_inputs_and_scalars(self):
         x = tf.random.uniform([300, 5])
-        (y,) = cuda_kernel(PTX, "otf_affine", batch_size=300, outputs=[((5,), tf.float32)], inputs=[x],
-                           int_scalars=[5], float_scalars=[2.0, -1.0])
+        (y,) = cuda_kernel(
+            PTX,
+            "otf_affine",
+            batch_size=300,
+            outputs=[((5,), tf.float32)],
+            inputs=[x],
+            int_scalars=[5],
+            float_scalars=[2.0, -1.0],
+        )
         self.assertAllEqual(y, 2.0 * x - 1.0)
 
     def test_graph_loop(self):
         @tf.function
         def loop(n):
             def body(step, bad):
-                (out,) = cuda_kernel(PTX, "otf_step_fill", batch_size=64, outputs=[((1024,), tf.float32)],
-                                     step=step, int_scalars=[1024])
+                (out,) = cuda_kernel(
+                    PTX, "otf_step_fill", batch_size=64, outputs=[((1024,), tf.float32)], step=step, int_scalars=[1024]
+                )
                 want = tf.cast(step, tf.float32) + tf.range(64, dtype=tf.float32)[:, None]
                 return step + 1, bad + tf.reduce_sum(tf.cast(out != want, tf.int64))
 
@@ -221,15 +256,23 @@ class GpuTest(device_util.DeviceTestCase):
 
     def test_errors_do_not_crash(self):
         broken = ".version 7.8\n.target sm_60\n.address_size 64\n.visible .entry broken(\n)\n{\n  bogus.instr;\n}\n"
-        with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
-                                    r"OnTheFly>CudaKernel \(entry 'broken'\): the PTX did not load"):
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError, r"OnTheFly>CudaKernel \(entry 'broken'\): the PTX did not load"
+        ):
             cuda_kernel(broken, "broken", batch_size=4, outputs=[((1,), tf.float32)])
-        with self.assertRaisesRegex(tf.errors.InvalidArgumentError,
-                                    r"\(entry 'otf_step_fill'\): the kernel takes 8 parameters"):
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError, r"\(entry 'otf_step_fill'\): the kernel takes 8 parameters"
+        ):
             cuda_kernel(PTX, "otf_step_fill", batch_size=4, outputs=[((1,), tf.float32)])  # no int scalar
         with self.assertRaisesRegex(tf.errors.OpError, r"\(entry 'otf_step_fill'\)"):
-            cuda_kernel(PTX, "otf_step_fill", batch_size=4, outputs=[((1,), tf.float32)], int_scalars=[1],
-                        shared_memory_bytes=64 * 1024 * 1024)
+            cuda_kernel(
+                PTX,
+                "otf_step_fill",
+                batch_size=4,
+                outputs=[((1,), tf.float32)],
+                int_scalars=[1],
+                shared_memory_bytes=64 * 1024 * 1024,
+            )
         # The process and the device still work.
         self.assertAllEqual(uniform_batch(10, 16)[0], tf_onthefly.random_batch(10, 16, seed=7, step=3)[0])
 
@@ -241,8 +284,13 @@ class GpuTest(device_util.DeviceTestCase):
         @tf.function
         def step_fn(step):
             ctx = tf.distribute.get_replica_context()
-            return uniform_batch(per_replica * replicas, 16, step=step,
-                                 first_sample=ctx.replica_id_in_sync_group * per_replica, num_samples=per_replica)
+            return uniform_batch(
+                per_replica * replicas,
+                16,
+                step=step,
+                first_sample=ctx.replica_id_in_sync_group * per_replica,
+                num_samples=per_replica,
+            )
 
         result = strategy.run(step_fn, args=(tf.constant(5, tf.int64),))
         features = tf.concat(strategy.experimental_local_results(result[0]), 0)

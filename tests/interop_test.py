@@ -14,7 +14,6 @@ import time
 import numpy as np
 import tensorflow as tf
 
-import tf_onthefly
 from tf_onthefly import models
 from tf_onthefly.data import GeneratorModel, SignatureDriftError
 from tf_onthefly.interop import BridgeError, DeviceBridge, to_tensor
@@ -67,10 +66,14 @@ class HostArrayTest(device_util.DeviceTestCase):
 
     def test_drift_names_the_field(self):
         cases = [
-            (lambda s: (host_batch(s)[0].astype(np.float64), host_batch(s)[1]),
-             "batch 0: field 'features' has dtype float64, expected float32"),
-            (lambda s: (host_batch(s)[0][:, :3], host_batch(s)[1]),
-             "batch 0: field 'features' has shape [8, 3], expected (8, 4)"),
+            (
+                lambda s: (host_batch(s)[0].astype(np.float64), host_batch(s)[1]),
+                "batch 0: field 'features' has dtype float64, expected float32",
+            ),
+            (
+                lambda s: (host_batch(s)[0][:, :3], host_batch(s)[1]),
+                "batch 0: field 'features' has shape [8, 3], expected (8, 4)",
+            ),
             (lambda s: host_batch(s)[0], "batch 0: structure differs from the output signature"),
         ]
         for fn, message in cases:
@@ -154,8 +157,11 @@ class GpuBridgeTest(device_util.DeviceTestCase):
         self.require(cupy, "cupy")
         n = 64 << 20
         slow_fill = cupy.ElementwiseKernel(
-            "float32 v, int32 reps", "float32 y",
-            "float acc = 0; for (int i = 0; i < reps; ++i) acc += 1e-30f * i; y = v + acc;", "slow_fill")
+            "float32 v, int32 reps",
+            "float32 y",
+            "float acc = 0; for (int i = 0; i < reps; ++i) acc += 1e-30f * i; y = v + acc;",
+            "slow_fill",
+        )
         stream = cupy.cuda.Stream(non_blocking=True)
         pool = []
 
@@ -200,8 +206,9 @@ class GpuBridgeTest(device_util.DeviceTestCase):
         if not torch.cuda.is_available():
             self.skipTest("torch sees no GPU")
         sig = (tf.TensorSpec([256, 8], tf.float32), tf.TensorSpec([256], tf.int64))
-        bridge = DeviceBridge(lambda s: (torch.full((256, 8), float(s), device="cuda"),
-                                         torch.arange(256, device="cuda") + s), sig)
+        bridge = DeviceBridge(
+            lambda s: (torch.full((256, 8), float(s), device="cuda"), torch.arange(256, device="cuda") + s), sig
+        )
         x, y = tf.function(bridge)(tf.constant(3, tf.int64))
         self.assertAllEqual(x, np.full([256, 8], 3.0, np.float32))
         self.assertAllEqual(y, np.arange(256) + 3)
@@ -248,8 +255,13 @@ class StepCostTest(device_util.DeviceTestCase):
         """Not a target, a record: a batch through the bridge in a graph loop (host arrays
         here; benchmarks/interop.py measures the GPU paths)."""
         bridge = DeviceBridge(host_batch, SIG)
-        run = tf.function(lambda n: tf.while_loop(lambda s: s < n, lambda s: (s + 1 + 0 * tf.cast(
-            tf.reduce_sum(bridge(s)[0]), tf.int64),), (tf.constant(0, tf.int64),)))
+        run = tf.function(
+            lambda n: tf.while_loop(
+                lambda s: s < n,
+                lambda s: (s + 1 + 0 * tf.cast(tf.reduce_sum(bridge(s)[0]), tf.int64),),
+                (tf.constant(0, tf.int64),),
+            )
+        )
         run(tf.constant(10, tf.int64))
         start = time.perf_counter()
         run(tf.constant(200, tf.int64))

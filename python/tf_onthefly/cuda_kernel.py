@@ -30,8 +30,20 @@ from tf_onthefly import _args, _load
 
 OP = "OnTheFly>CudaKernel"
 GRID_RULES = ("elements", "samples", "fixed")
-DTYPES = (tf.float32, tf.float64, tf.float16, tf.bfloat16, tf.int8, tf.uint8, tf.int16, tf.int32,
-          tf.int64, tf.uint32, tf.uint64, tf.bool)
+DTYPES = (
+    tf.float32,
+    tf.float64,
+    tf.float16,
+    tf.bfloat16,
+    tf.int8,
+    tf.uint8,
+    tf.int16,
+    tf.int32,
+    tf.int64,
+    tf.uint32,
+    tf.uint64,
+    tf.bool,
+)
 _ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)")
 
 
@@ -50,14 +62,20 @@ def _check_ptx(ptx, entry):
     if not isinstance(ptx, str):
         _refuse("ptx", f"must be PTX text (str or bytes), got {type(ptx).__name__}")
     if ".version" not in ptx or ".target" not in ptx:
-        _refuse("ptx", "is not PTX text (no .version or .target directive): pass the output of "
-                "numba.cuda.compile_ptx, NVRTC (cupy.RawModule(...)), or clang/nvcc -ptx")
+        _refuse(
+            "ptx",
+            "is not PTX text (no .version or .target directive): pass the output of "
+            "numba.cuda.compile_ptx, NVRTC (cupy.RawModule(...)), or clang/nvcc -ptx",
+        )
     if not isinstance(entry, str) or not entry:
         _refuse("entry", f"must name a kernel of the PTX, got {entry!r}")
     entries = ptx_entries(ptx)
     if entry not in entries:
-        _refuse("entry", f"{entry!r} is not a kernel of the PTX; its kernels are {entries} (a C++ kernel "
-                "needs extern \"C\" to keep its name)")
+        _refuse(
+            "entry",
+            f"{entry!r} is not a kernel of the PTX; its kernels are {entries} (a C++ kernel "
+            'needs extern "C" to keep its name)',
+        )
     return ptx
 
 
@@ -136,8 +154,12 @@ def cuda_kernel(
     elif grid_dims:
         _refuse("grid_dims", f"is only for grid='fixed' (grid is {grid!r})")
     grid_dims = [_args.int_value(g, "grid_dims") for g in (grid_dims or [])]
-    for arg, value in (("block", block), ("items_per_thread", items_per_thread),
-                       ("shared_memory_bytes", shared_memory_bytes), ("batch_size", batch_size)):
+    for arg, value in (
+        ("block", block),
+        ("items_per_thread", items_per_thread),
+        ("shared_memory_bytes", shared_memory_bytes),
+        ("batch_size", batch_size),
+    ):
         _args.int_value(value, arg)
     if not 1 <= block <= 1024:
         _refuse("block", f"must be in [1, 1024] threads, got {block}")
@@ -182,8 +204,7 @@ def contract_source() -> str:
     (cupy.RawModule) and clang/nvcc compile; prepend it to a kernel's source instead of the
     two #include lines. Read from the package (or, in a source tree, tf_ops/common)."""
     here = os.path.dirname(os.path.abspath(__file__))
-    for folder in (os.path.join(here, "include"),
-                   os.path.join(here, "..", "..", "tf_ops", "common")):
+    for folder in (os.path.join(here, "include"), os.path.join(here, "..", "..", "tf_ops", "common")):
         paths = [os.path.join(folder, h) for h in _CONTRACT_HEADERS]
         if all(os.path.exists(p) for p in paths):
             texts = [open(p).read() for p in paths]
@@ -191,4 +212,5 @@ def contract_source() -> str:
             return "\n".join(texts)
     raise FileNotFoundError(
         "the counter-contract headers (philox.h, uniform.h) are not in this installation; "
-        "take them from the source tree's tf_ops/common")
+        "take them from the source tree's tf_ops/common"
+    )

@@ -112,13 +112,15 @@ def to_tensor(value, name: str = "output 0") -> tf.Tensor:
         if "int32" == _dtype_name(value):
             raise BridgeError(
                 f"field '{name}' is an int32 array on a GPU: TensorFlow keeps int32 tensors of GPU ops in host "
-                f"memory, so it cannot use this one where it lies; produce int64 (or a float type) instead")
+                f"memory, so it cannot use this one where it lies; produce int64 (or a float type) instead"
+            )
         capsule = value if type(value).__name__ == "PyCapsule" else value.__dlpack__()
         return tf.experimental.dlpack.from_dlpack(capsule)
     if hasattr(value, "__cuda_array_interface__") and not hasattr(value, "__dlpack__"):
         raise BridgeError(
             f"field '{name}' is a device array with __cuda_array_interface__ but no DLPack support "
-            f"({type(value).__name__}); convert it (numba: cupy.asarray(x) or x.__dlpack__ in numba >= 0.59)")
+            f"({type(value).__name__}); convert it (numba: cupy.asarray(x) or x.__dlpack__ in numba >= 0.59)"
+        )
     return tf.convert_to_tensor(np.asarray(value))
 
 
@@ -126,11 +128,13 @@ def _check(tensor: tf.Tensor, spec: tf.TensorSpec, name: str, index: int):
     if tensor.dtype != spec.dtype:
         raise SignatureDriftError(
             f"batch {index}: field '{name}' has dtype {tensor.dtype.name}, expected {spec.dtype.name} "
-            f"(shape {tensor.shape.as_list()}, expected {spec.shape})")
+            f"(shape {tensor.shape.as_list()}, expected {spec.shape})"
+        )
     if not spec.shape.is_compatible_with(tensor.shape):
         raise SignatureDriftError(
             f"batch {index}: field '{name}' has shape {tensor.shape.as_list()}, expected {spec.shape} "
-            f"(dtype {tensor.dtype.name})")
+            f"(dtype {tensor.dtype.name})"
+        )
 
 
 class DeviceBridge:
@@ -154,8 +158,15 @@ class DeviceBridge:
     loops and model.fit (GeneratorModel(model, bridge), compiled with jit_compile=False).
     """
 
-    def __init__(self, make_batch: Callable[[int], Any], output_signature, *, keep: int = 2,
-                 sync="auto", device: Optional[str] = None):
+    def __init__(
+        self,
+        make_batch: Callable[[int], Any],
+        output_signature,
+        *,
+        keep: int = 2,
+        sync="auto",
+        device: Optional[str] = None,
+    ):
         if not callable(make_batch):
             raise TypeError(f"make_batch must be callable, got {type(make_batch).__name__}")
         flat = tf.nest.flatten(output_signature)
@@ -186,8 +197,7 @@ class DeviceBridge:
         try:
             tf.nest.assert_same_structure(self.output_signature, batch, check_types=False)
         except (ValueError, TypeError) as e:
-            raise SignatureDriftError(
-                f"batch {index}: structure differs from the output signature: {e}") from None
+            raise SignatureDriftError(f"batch {index}: structure differs from the output signature: {e}") from None
         arrays = tf.nest.flatten(batch)
         waited = set()
         for array in arrays:
@@ -217,8 +227,7 @@ class DeviceBridge:
         if tf.executing_eagerly():
             return tf.nest.pack_sequence_as(self.output_signature, self._convert(step))
         with tf.device(self.device):
-            flat = tf.py_function(self._convert, [step], Tout=[s.dtype for s in self._flat_specs],
-                                  name="DeviceBridge")
+            flat = tf.py_function(self._convert, [step], Tout=[s.dtype for s in self._flat_specs], name="DeviceBridge")
         for tensor, spec in zip(flat, self._flat_specs):
             tensor.set_shape(spec.shape)
         return tf.nest.pack_sequence_as(self.output_signature, flat)

@@ -60,11 +60,11 @@ using CUstream = struct CUstream_st*;
 constexpr CUresult kCudaSuccess = 0;
 constexpr CUresult kCudaErrorInvalidValue = 1;
 constexpr int kJitInfoLogBuffer = 3, kJitInfoLogBufferSize = 4, kJitErrorLogBuffer = 5,
-              kJitErrorLogBufferSize = 6;           // CUjit_option
-constexpr int kFuncMaxThreadsPerBlock = 0;          // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
-constexpr int kFuncSharedSizeBytes = 1;             // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
-constexpr int kFuncMaxDynamicSharedBytes = 8;       // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-constexpr int kDevAttrMaxGridDimX = 5;              // CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X
+              kJitErrorLogBufferSize = 6;      // CUjit_option
+constexpr int kFuncMaxThreadsPerBlock = 0;     // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+constexpr int kFuncSharedSizeBytes = 1;        // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+constexpr int kFuncMaxDynamicSharedBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+constexpr int kDevAttrMaxGridDimX = 5;         // CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X
 constexpr int kDevAttrMaxGridDimY = 6, kDevAttrMaxGridDimZ = 7;
 
 struct Driver {
@@ -176,10 +176,9 @@ absl::Status LoadModule(const Driver& d, CUcontext ctx, const std::string& ptx,
                     reinterpret_cast<void*>(info_log.size())};
   const CUresult r = d.ModuleLoadDataEx(module, ptx.c_str(), 4, options, values);
   if (r != kCudaSuccess) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(who, ": the PTX did not load (", CuErrorText(d, r),
-                     "); the driver's compiler said: ",
-                     error_log[0] ? std::string(error_log.data()) : std::string("nothing")));
+    return absl::InvalidArgumentError(absl::StrCat(
+        who, ": the PTX did not load (", CuErrorText(d, r), "); the driver's compiler said: ",
+        error_log[0] ? std::string(error_log.data()) : std::string("nothing")));
   }
   cache.modules.emplace(std::make_pair(ctx, ptx), *module);
   return absl::OkStatus();
@@ -243,10 +242,10 @@ absl::Status ReadAttrs(Ctx* c, KernelAttrs* a) {
   const std::string& who = a->who;
 
   OTF_REQUIRE(!a->entry.empty(), "OnTheFly>CudaKernel: entry must name the kernel, got ''");
-  OTF_REQUIRE(a->ptx.find(".version") != std::string::npos &&
-                  a->ptx.find(".target") != std::string::npos,
-              who, ": ptx is not PTX text (no .version or .target directive); pass the output ",
-              "of cuda.compile_ptx, NVRTC, or clang/nvcc -ptx");
+  OTF_REQUIRE(
+      a->ptx.find(".version") != std::string::npos && a->ptx.find(".target") != std::string::npos,
+      who, ": ptx is not PTX text (no .version or .target directive); pass the output ",
+      "of cuda.compile_ptx, NVRTC, or clang/nvcc -ptx");
   std::vector<std::string> entries = PtxEntries(a->ptx);
   bool found = false;
   for (const auto& e : entries) found = found || e == a->entry;
@@ -259,8 +258,8 @@ absl::Status ReadAttrs(Ctx* c, KernelAttrs* a) {
   OTF_REQUIRE(!shapes.empty() && shapes.size() == a->out_types.size(), who,
               ": sample_shapes and Tout give the outputs, one each, at least one; got ",
               shapes.size(), " shapes and ", a->out_types.size(), " dtypes");
-  OTF_REQUIRE(shapes.size() <= kMaxTensors && a->in_types.size() <= kMaxTensors, who,
-              ": at most ", kMaxTensors, " outputs and ", kMaxTensors, " inputs");
+  OTF_REQUIRE(shapes.size() <= kMaxTensors && a->in_types.size() <= kMaxTensors, who, ": at most ",
+              kMaxTensors, " outputs and ", kMaxTensors, " inputs");
   a->sample_shapes.clear();
   for (size_t i = 0; i < shapes.size(); ++i) {
     tensorflow::TensorShape s;
@@ -274,8 +273,8 @@ absl::Status ReadAttrs(Ctx* c, KernelAttrs* a) {
                 " exceeds the per-output cap of ", kMaxOutputBytes, " bytes");
   }
   a->rule = grid_rule == "elements" ? 0 : grid_rule == "samples" ? 1 : 2;
-  OTF_REQUIRE(a->block >= 1 && a->block <= 1024, who,
-              ": block must be in [1, 1024] threads, got ", a->block);
+  OTF_REQUIRE(a->block >= 1 && a->block <= 1024, who, ": block must be in [1, 1024] threads, got ",
+              a->block);
   OTF_REQUIRE(a->items_per_thread >= 1, who, ": items_per_thread must be >= 1, got ",
               a->items_per_thread);
   OTF_REQUIRE(a->shared_memory_bytes >= 0, who, ": shared_memory_bytes must be >= 0, got ",
@@ -295,7 +294,6 @@ absl::Status ReadAttrs(Ctx* c, KernelAttrs* a) {
   return absl::OkStatus();
 }
 
-
 absl::Status ShapeFn(tensorflow::shape_inference::InferenceContext* c) {
   KernelAttrs a;
   TF_RETURN_IF_ERROR(ReadAttrs(c, &a));
@@ -312,7 +310,8 @@ absl::Status ShapeFn(tensorflow::shape_inference::InferenceContext* c) {
 
 // Checks the call's common inputs (both kernels, so the CPU kernel's errors for bad inputs
 // match the GPU's before it refuses).
-absl::Status Prepare(tensorflow::OpKernelContext* ctx, const KernelAttrs& a, int64_t* first_sample) {
+absl::Status Prepare(tensorflow::OpKernelContext* ctx, const KernelAttrs& a,
+                     int64_t* first_sample) {
   const tensorflow::Tensor& seed = ctx->input(0);
   const tensorflow::Tensor& step = ctx->input(1);
   const tensorflow::Tensor& first = ctx->input(2);
@@ -386,7 +385,7 @@ class CudaKernelGpuOp : public tensorflow::OpKernel {
     } else {
       const int64_t count =
           a.rule == 1 ? a.rows() : out_shapes_[0].num_elements();  // samples / output 0's elements
-      if (count == 0) return;  // nothing to write: no launch
+      if (count == 0) return;                                      // nothing to write: no launch
       const uint64_t threads = (count + a.items_per_thread - 1) / a.items_per_thread;
       gx = (threads + a.block - 1) / a.block;
     }
@@ -402,8 +401,9 @@ class CudaKernelGpuOp : public tensorflow::OpKernel {
                                                  "TensorFlow's stream: ", CuErrorText(d, r))));
     ScopedContext scope(d, cu_ctx);
     OP_REQUIRES(ctx, scope.ok(),
-                absl::InternalError(absl::StrCat(a.who, ": cannot make TensorFlow's CUDA context "
-                                                        "current")));
+                absl::InternalError(absl::StrCat(a.who,
+                                                 ": cannot make TensorFlow's CUDA context "
+                                                 "current")));
     CUfunction fn = nullptr;
     OP_REQUIRES_OK(ctx, Function(d, cu_ctx, &fn));
 
@@ -415,8 +415,9 @@ class CudaKernelGpuOp : public tensorflow::OpKernel {
       d.DeviceGetAttribute(&max_y, kDevAttrMaxGridDimY, dev);
       d.DeviceGetAttribute(&max_z, kDevAttrMaxGridDimZ, dev);
     }
-    OP_REQUIRES(ctx, gx <= static_cast<uint64_t>(max_x) && gy <= static_cast<uint64_t>(max_y) &&
-                         gz <= static_cast<uint64_t>(max_z),
+    OP_REQUIRES(ctx,
+                gx <= static_cast<uint64_t>(max_x) && gy <= static_cast<uint64_t>(max_y) &&
+                    gz <= static_cast<uint64_t>(max_z),
                 absl::InvalidArgumentError(absl::StrCat(
                     a.who, ": grid of [", gx, ", ", gy, ", ", gz, "] blocks exceeds the device's [",
                     max_x, ", ", max_y, ", ", max_z,
@@ -451,10 +452,10 @@ class CudaKernelGpuOp : public tensorflow::OpKernel {
                        static_cast<unsigned>(a.shared_memory_bytes), stream, params.data(),
                        nullptr);
     OP_REQUIRES(ctx, r == kCudaSuccess,
-                absl::InternalError(absl::StrCat(
-                    a.who, ": the launch of [", gx, ", ", gy, ", ", gz, "] blocks of ", a.block,
-                    " threads with ", a.shared_memory_bytes,
-                    " bytes of dynamic shared memory failed: ", CuErrorText(d, r))));
+                absl::InternalError(
+                    absl::StrCat(a.who, ": the launch of [", gx, ", ", gy, ", ", gz, "] blocks of ",
+                                 a.block, " threads with ", a.shared_memory_bytes,
+                                 " bytes of dynamic shared memory failed: ", CuErrorText(d, r))));
   }
 
  private:
@@ -469,8 +470,8 @@ class CudaKernelGpuOp : public tensorflow::OpKernel {
     CUmodule module = nullptr;
     TF_RETURN_IF_ERROR(LoadModule(d, cu_ctx, attrs_.ptx, attrs_.who, &module));
     CUresult r = d.ModuleGetFunction(fn, module, attrs_.entry.c_str());
-    OTF_REQUIRE(r == kCudaSuccess, attrs_.who, ": the module has no kernel '", attrs_.entry,
-                "' (", CuErrorText(d, r), ")");
+    OTF_REQUIRE(r == kCudaSuccess, attrs_.who, ": the module has no kernel '", attrs_.entry, "' (",
+                CuErrorText(d, r), ")");
     if (attrs_.shared_memory_bytes > 48 * 1024) {
       r = d.FuncSetAttribute(*fn, kFuncMaxDynamicSharedBytes,
                              static_cast<int>(attrs_.shared_memory_bytes));
@@ -489,7 +490,7 @@ class CudaKernelGpuOp : public tensorflow::OpKernel {
     for (size_t i = 0;; ++i) {
       size_t offset = 0, size = 0;
       const CUresult r = d.FuncGetParamInfo(fn, i, &offset, &size);
-      if (r == kCudaErrorInvalidValue) break;  // past the last parameter
+      if (r == kCudaErrorInvalidValue) break;          // past the last parameter
       if (r != kCudaSuccess) return absl::OkStatus();  // the driver cannot tell: not checked
       found.push_back(size);
       if (i > 256) break;
@@ -501,8 +502,8 @@ class CudaKernelGpuOp : public tensorflow::OpKernel {
         absl::StrJoin(sizes, ", "),
         "]: seed pointer, seed_size, step pointer, first_sample, num_samples, batch_size, ",
         attrs_.int_scalars.size(), " int64 scalars, ", attrs_.float_scalars.size(),
-        " float32 scalars, ", attrs_.in_types.size(), " input pointers, ",
-        attrs_.out_types.size(), " output pointers (docs/interop.md)"));
+        " float32 scalars, ", attrs_.in_types.size(), " input pointers, ", attrs_.out_types.size(),
+        " output pointers (docs/interop.md)"));
   }
 
   KernelAttrs attrs_;
@@ -524,10 +525,12 @@ REGISTER_OP("OnTheFly>CudaKernel")
     .Attr("batch_size: int")
     .Attr("num_samples: int = -1")
     .Attr("sample_shapes: list(shape) >= 1")
-    .Attr("Tout: list({float, double, half, bfloat16, int8, uint8, int16, int32, int64, uint32, "
-          "uint64, bool}) >= 1")
-    .Attr("Tin: list({float, double, half, bfloat16, int8, uint8, int16, int32, int64, uint32, "
-          "uint64, bool}) >= 0 = []")
+    .Attr(
+        "Tout: list({float, double, half, bfloat16, int8, uint8, int16, int32, int64, uint32, "
+        "uint64, bool}) >= 1")
+    .Attr(
+        "Tin: list({float, double, half, bfloat16, int8, uint8, int16, int32, int64, uint32, "
+        "uint64, bool}) >= 0 = []")
     .Attr("Tindex: {int32, int64} = DT_INT64")
     .Attr("int_scalars: list(int) = []")
     .Attr("float_scalars: list(float) = []")
@@ -553,10 +556,9 @@ grid_rule: 'elements': one thread per items_per_thread elements of output 0; 'sa
 
 REGISTER_KERNEL_BUILDER(Name("OnTheFly>CudaKernel").Device(tensorflow::DEVICE_CPU),
                         CudaKernelCpuOp);
-REGISTER_KERNEL_BUILDER(Name("OnTheFly>CudaKernel")
-                            .Device(tensorflow::DEVICE_GPU)
-                            .HostMemory("first_sample"),
-                        CudaKernelGpuOp);
+REGISTER_KERNEL_BUILDER(
+    Name("OnTheFly>CudaKernel").Device(tensorflow::DEVICE_GPU).HostMemory("first_sample"),
+    CudaKernelGpuOp);
 
 }  // namespace interop
 }  // namespace tf_onthefly

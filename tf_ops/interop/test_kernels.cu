@@ -59,8 +59,8 @@ extern "C" __global__ void otf_affine(const i64* seed, i64 seed_size, const i64*
 // Every element of [num_samples, dim] = the step (as float) + the global sample index, so a
 // read of a stale or half-written batch shows. int_scalars = [dim].
 extern "C" __global__ void otf_step_fill(const i64* seed, i64 seed_size, const i64* step,
-                                         i64 first_sample, i64 num_samples, i64 batch_size,
-                                         i64 dim, float* out) {
+                                         i64 first_sample, i64 num_samples, i64 batch_size, i64 dim,
+                                         float* out) {
   const i64 n = num_samples * dim;
   const float s = static_cast<float>(*step);
   for (i64 i = blockIdx.x * static_cast<i64>(blockDim.x) + threadIdx.x; i < n;
