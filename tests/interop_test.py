@@ -61,7 +61,7 @@ class HostArrayTest(device_util.DeviceTestCase):
 
     def test_static_shapes_in_graphs(self):
         bridge = DeviceBridge(host_batch, SIG)
-        out = tf.function(bridge).get_concrete_function(tf.TensorSpec([], tf.int64)).structured_outputs
+        out = tf.function(lambda s: bridge(s)).get_concrete_function(tf.TensorSpec([], tf.int64)).structured_outputs
         self.assertEqual(out[0].shape.as_list(), [8, 4])
 
     def test_drift_names_the_field(self):
@@ -81,13 +81,14 @@ class HostArrayTest(device_util.DeviceTestCase):
                 with self.assertRaisesRegex(SignatureDriftError, __import__("re").escape(message)):
                     DeviceBridge(fn, SIG)(0)
                 # In a graph, TensorFlow carries the message in its own error.
+                bridge = DeviceBridge(fn, SIG)
                 with self.assertRaisesRegex(tf.errors.OpError, __import__("re").escape(message)):
-                    tf.function(DeviceBridge(fn, SIG))(tf.constant(0, tf.int64))
+                    tf.function(lambda s: bridge(s))(tf.constant(0, tf.int64))
 
     def test_dict_signature(self):
         sig = {"a": tf.TensorSpec([2], tf.int64), "b": tf.TensorSpec([3], tf.float32)}
         bridge = DeviceBridge(lambda s: {"a": np.array([s, s], np.int64), "b": np.zeros(3, np.float32)}, sig)
-        out = tf.function(bridge)(tf.constant(4, tf.int64))
+        out = tf.function(lambda s: bridge(s))(tf.constant(4, tf.int64))
         self.assertAllEqual(out["a"], [4, 4])
         with self.assertRaisesRegex(SignatureDriftError, "field 'b' has dtype float64"):
             DeviceBridge(lambda s: {"a": np.array([s, s], np.int64), "b": np.zeros(3)}, sig)(0)
@@ -209,7 +210,7 @@ class GpuBridgeTest(device_util.DeviceTestCase):
         bridge = DeviceBridge(
             lambda s: (torch.full((256, 8), float(s), device="cuda"), torch.arange(256, device="cuda") + s), sig
         )
-        x, y = tf.function(bridge)(tf.constant(3, tf.int64))
+        x, y = tf.function(lambda s: bridge(s))(tf.constant(3, tf.int64))
         self.assertAllEqual(x, np.full([256, 8], 3.0, np.float32))
         self.assertAllEqual(y, np.arange(256) + 3)
 
