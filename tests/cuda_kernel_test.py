@@ -14,6 +14,7 @@ Bazel, point OTF_TEST_PTX at that file:
 import os
 import tempfile
 
+import numpy as np
 import tensorflow as tf
 
 import tf_onthefly
@@ -23,26 +24,28 @@ from tf_onthefly.cuda_kernel import contract_source, cuda_kernel, ptx_entries
 import device_util
 
 
-def test_ptx() -> str:
-    path = os.environ.get("OTF_TEST_PTX")
-    if not path:
-        for root in (os.environ.get("TEST_SRCDIR", ""), os.path.dirname(os.path.abspath(__file__)) + "/.."):
-            for candidate in (
-                os.path.join(root, "tf_onthefly", "tf_ops", "interop", "test_kernels.ptx"),
-                os.path.join(root, "tf_ops", "interop", "test_kernels.ptx"),
-            ):
-                if os.path.exists(candidate):
-                    path = candidate
-                    break
-            if path:
-                break
-    if not path or not os.path.exists(path):
-        raise FileNotFoundError("test PTX not found: build //tf_ops/interop:test_ptx and set OTF_TEST_PTX to it")
-    with open(path) as f:
+def find_file(name: str, env: str) -> str:
+    """tf_ops/interop/<name>: $env, else in Bazel's runfiles or the source tree."""
+    path = os.environ.get(env)
+    if path:
+        return path
+    roots = [
+        os.path.join(os.environ.get("TEST_SRCDIR", ""), "tf_onthefly"),
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."),
+    ]
+    for root in roots:
+        candidate = os.path.join(root, "tf_ops", "interop", name)
+        if os.path.exists(candidate):
+            return candidate
+    raise FileNotFoundError(f"{name} not found: build //tf_ops/interop:test_ptx and set {env} to its path")
+
+
+def load_ptx() -> str:
+    with open(find_file("test_kernels.ptx", "OTF_TEST_PTX")) as f:
         return f.read()
 
 
-PTX = test_ptx()
+PTX = load_ptx()
 UNIFORM = dict(outputs=[((16,), tf.float32), ((1,), tf.float32)], int_scalars=[16], float_scalars=[0.5])
 
 
@@ -275,6 +278,42 @@ class GpuTest(device_util.DeviceTestCase):
             )
         # The process and the device still work.
         self.assertAllEqual(uniform_batch(10, 16)[0], tf_onthefly.random_batch(10, 16, seed=7, step=3)[0])
+
+    def test_nvrtc_with_the_contract_source(self):
+        """The same kernels compiled from source by NVRTC (CuPy's RawModule) with
+        contract_source() in place of the #include lines: the batch of random_batch again."""
+        try:
+            import cupy
+        except ImportError:
+            self.skipTest("cupy is not installed")
+        path = find_file("test_kernels.cu", "OTF_TEST_CU")
+        with open(path) as f:
+            body = "".join(line for line in f if not line.startswith("#include"))
+        module = cupy.RawModule(code=contract_source() + body, options=("-std=c++17",))
+        kernel = module.get_function("otf_uniform_batch")
+        batch, dim = 1000, 12
+        seed, step = cupy.array([7], cupy.int64), cupy.array([3], cupy.int64)
+        features = cupy.empty((batch, dim), cupy.float32)
+        labels = cupy.empty((batch, 1), cupy.float32)
+        kernel(
+            (64,),
+            (128,),
+            (
+                seed,
+                np.int64(1),
+                step,
+                np.int64(0),
+                np.int64(batch),
+                np.int64(batch),
+                np.int64(dim),
+                np.float32(0.5),
+                features,
+                labels,
+            ),
+        )
+        want = tf_onthefly.random_batch(batch, dim, seed=7, step=3)
+        self.assertAllEqual(cupy.asnumpy(features), want[0])
+        self.assertAllEqual(cupy.asnumpy(labels), want[1])
 
     def test_distribute(self):
         strategy = tf.distribute.MirroredStrategy()
