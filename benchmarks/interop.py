@@ -30,6 +30,10 @@ import os
 import sys
 import time
 
+# TensorFlow must leave GPU memory to the other library in the process (docs/interop.md).
+os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
 import numpy as np
 import tensorflow as tf
 

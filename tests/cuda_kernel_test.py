@@ -14,6 +14,10 @@ Bazel, point OTF_TEST_PTX at that file:
 import os
 import tempfile
 
+# TensorFlow must leave GPU memory to the other library in the process (docs/interop.md).
+os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
 import numpy as np
 import tensorflow as tf
 

@@ -9,7 +9,12 @@ JAX producers, and tf.distribute.
     python3 tests/interop_test.py --test_device=gpu
 """
 
+import os
 import time
+
+# TensorFlow must leave GPU memory to the other library in the process (docs/interop.md).
+os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import numpy as np
 import tensorflow as tf

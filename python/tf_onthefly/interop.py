@@ -33,7 +33,9 @@ that takes, and costs (docs/interop.md):
 
 import collections
 import ctypes
+import os
 import sys
+import warnings
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -137,6 +139,21 @@ def _check(tensor: tf.Tensor, spec: tf.TensorSpec, name: str, index: int):
         )
 
 
+def _warn_if_tensorflow_holds_the_gpu():
+    """By default TensorFlow takes nearly all of a GPU's memory the first time it uses it,
+    and the producer library then runs out of memory: say so once, with the fix."""
+    gpus = tf.config.list_physical_devices("GPU")
+    if not gpus or os.environ.get("TF_FORCE_GPU_ALLOW_GROWTH", "").lower() == "true":
+        return
+    if not all(tf.config.experimental.get_memory_growth(g) for g in gpus):
+        warnings.warn(
+            "tf_onthefly.interop: TensorFlow reserves nearly all GPU memory unless memory growth is on, leaving "
+            "little to the library that makes the batches; set TF_FORCE_GPU_ALLOW_GROWTH=true (or "
+            "tf.config.experimental.set_memory_growth(gpu, True) before TensorFlow first uses the GPU)",
+            stacklevel=3,
+        )
+
+
 class DeviceBridge:
     """make_batch(step) -> a structure of device (or host) arrays, as TensorFlow tensors.
 
@@ -187,6 +204,7 @@ class DeviceBridge:
         if device is None:
             device = "/GPU:0" if tf.config.list_logical_devices("GPU") else "/CPU:0"
         self.device = device
+        _warn_if_tensorflow_holds_the_gpu()
 
     # The Python side: one batch, converted and checked.
     def _convert(self, step) -> list:
