@@ -74,6 +74,7 @@ struct Driver {
   CUresult (*CtxPushCurrent)(CUcontext) = nullptr;
   CUresult (*CtxPopCurrent)(CUcontext*) = nullptr;
   CUresult (*CtxGetDevice)(CUdevice*) = nullptr;
+  CUresult (*CtxGetCurrent)(CUcontext*) = nullptr;
   CUresult (*DeviceGetAttribute)(int*, int, CUdevice) = nullptr;
   CUresult (*ModuleLoadDataEx)(CUmodule*, const void*, unsigned, int*, void**) = nullptr;
   CUresult (*ModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
@@ -109,6 +110,7 @@ const Driver& GetDriver() {
               Resolve(lib, "cuCtxPushCurrent_v2", &d->CtxPushCurrent) &&
               Resolve(lib, "cuCtxPopCurrent_v2", &d->CtxPopCurrent) &&
               Resolve(lib, "cuCtxGetDevice", &d->CtxGetDevice) &&
+              Resolve(lib, "cuCtxGetCurrent", &d->CtxGetCurrent) &&
               Resolve(lib, "cuDeviceGetAttribute", &d->DeviceGetAttribute) &&
               Resolve(lib, "cuModuleLoadDataEx", &d->ModuleLoadDataEx) &&
               Resolve(lib, "cuModuleGetFunction", &d->ModuleGetFunction) &&
@@ -135,17 +137,22 @@ std::string CuErrorText(const Driver& d, CUresult r) {
 class ScopedContext {
  public:
   ScopedContext(const Driver& d, CUcontext ctx) : d_(d) {
-    pushed_ = d_.CtxPushCurrent(ctx) == kCudaSuccess;
+    CUcontext current = nullptr;
+    if (d_.CtxGetCurrent(&current) == kCudaSuccess && current == ctx) {
+      ok_ = true;  // TensorFlow's compute thread has it current already: nothing to do
+      return;
+    }
+    pushed_ = ok_ = d_.CtxPushCurrent(ctx) == kCudaSuccess;
   }
   ~ScopedContext() {
     CUcontext ignored;
     if (pushed_) d_.CtxPopCurrent(&ignored);
   }
-  bool ok() const { return pushed_; }
+  bool ok() const { return ok_; }
 
  private:
   const Driver& d_;
-  bool pushed_;
+  bool pushed_ = false, ok_ = false;
 };
 
 // Modules by (context, PTX): a PTX is JIT-compiled once per device for the process, whatever
@@ -263,8 +270,8 @@ absl::Status ReadAttrs(Ctx* c, KernelAttrs* a) {
   a->sample_shapes.clear();
   for (size_t i = 0; i < shapes.size(); ++i) {
     tensorflow::TensorShape s;
-    OTF_REQUIRE(shapes[i].IsFullyDefined() && shapes[i].AsTensorShape(&s).ok(), who,
-                ": sample_shapes[", i, "] must be fully defined, got ", shapes[i].DebugString());
+    OTF_REQUIRE(shapes[i].IsFullyDefined() && shapes[i].AsTensorShape(&s), who, ": sample_shapes[",
+                i, "] must be fully defined, got ", shapes[i].DebugString());
     a->sample_shapes.push_back(s);
     OTF_REQUIRE(s.num_elements() == 0 ||
                     a->batch_size <= kMaxOutputBytes / tensorflow::DataTypeSize(a->out_types[i]) /
@@ -377,6 +384,7 @@ class CudaKernelGpuOp : public tensorflow::OpKernel {
     }
 
     // Threads and blocks for this call.
+    if (a.rows() == 0) return;  // an empty shard: nothing to write, no launch
     uint64_t gx = 1, gy = 1, gz = 1;
     if (a.rule == 2) {
       gx = a.grid[0];
@@ -404,33 +412,6 @@ class CudaKernelGpuOp : public tensorflow::OpKernel {
                 absl::InternalError(absl::StrCat(a.who,
                                                  ": cannot make TensorFlow's CUDA context "
                                                  "current")));
-    CUfunction fn = nullptr;
-    OP_REQUIRES_OK(ctx, Function(d, cu_ctx, &fn));
-
-    // Grid limits of the device (a launch past them would fail with an unhelpful error).
-    CUdevice dev = 0;
-    int max_x = 2147483647, max_y = 65535, max_z = 65535;
-    if (d.CtxGetDevice(&dev) == kCudaSuccess) {
-      d.DeviceGetAttribute(&max_x, kDevAttrMaxGridDimX, dev);
-      d.DeviceGetAttribute(&max_y, kDevAttrMaxGridDimY, dev);
-      d.DeviceGetAttribute(&max_z, kDevAttrMaxGridDimZ, dev);
-    }
-    OP_REQUIRES(ctx,
-                gx <= static_cast<uint64_t>(max_x) && gy <= static_cast<uint64_t>(max_y) &&
-                    gz <= static_cast<uint64_t>(max_z),
-                absl::InvalidArgumentError(absl::StrCat(
-                    a.who, ": grid of [", gx, ", ", gy, ", ", gz, "] blocks exceeds the device's [",
-                    max_x, ", ", max_y, ", ", max_z,
-                    "]; raise items_per_thread or block, or use a grid-stride loop with a fixed "
-                    "grid")));
-    int max_threads = 1024;
-    d.FuncGetAttribute(&max_threads, kFuncMaxThreadsPerBlock, fn);
-    OP_REQUIRES(ctx, a.block <= max_threads,
-                absl::InvalidArgumentError(absl::StrCat(
-                    a.who, ": block of ", a.block, " threads, but this kernel can run at most ",
-                    max_threads, " per block on ", ctx->device()->name(),
-                    " (its registers or __launch_bounds__)")));
-
     // Parameters, in the documented order.
     const tensorflow::Tensor& seed = ctx->input(0);
     const void* seed_ptr = seed.data();
@@ -445,7 +426,24 @@ class CudaKernelGpuOp : public tensorflow::OpKernel {
     for (auto& v : floats) params.push_back(&v), sizes.push_back(4);
     for (auto& p : in_ptrs) params.push_back(&p), sizes.push_back(8);
     for (auto& p : out_ptrs) params.push_back(&p), sizes.push_back(8);
-    OP_REQUIRES_OK(ctx, CheckParams(d, fn, sizes));
+
+    Launchable l;
+    OP_REQUIRES_OK(ctx, GetLaunchable(d, cu_ctx, sizes, &l));
+    OP_REQUIRES(ctx,
+                gx <= static_cast<uint64_t>(l.max_grid[0]) &&
+                    gy <= static_cast<uint64_t>(l.max_grid[1]) &&
+                    gz <= static_cast<uint64_t>(l.max_grid[2]),
+                absl::InvalidArgumentError(absl::StrCat(
+                    a.who, ": grid of [", gx, ", ", gy, ", ", gz, "] blocks exceeds the device's [",
+                    l.max_grid[0], ", ", l.max_grid[1], ", ", l.max_grid[2],
+                    "]; raise items_per_thread or block, or use a grid-stride loop with a fixed "
+                    "grid")));
+    OP_REQUIRES(ctx, a.block <= l.max_threads,
+                absl::InvalidArgumentError(absl::StrCat(
+                    a.who, ": block of ", a.block, " threads, but this kernel can run at most ",
+                    l.max_threads, " per block on ", ctx->device()->name(),
+                    " (its registers or __launch_bounds__)")));
+    CUfunction fn = l.fn;
 
     r = d.LaunchKernel(fn, static_cast<unsigned>(gx), static_cast<unsigned>(gy),
                        static_cast<unsigned>(gz), static_cast<unsigned>(a.block), 1, 1,
@@ -459,27 +457,46 @@ class CudaKernelGpuOp : public tensorflow::OpKernel {
   }
 
  private:
-  // The entry's function in this context's module (loaded on first use).
-  absl::Status Function(const Driver& d, CUcontext cu_ctx, CUfunction* fn) {
+  // What a launch in one CUDA context needs, found once: the entry's function in the
+  // context's module (loaded on first use), the device's grid limits and the kernel's
+  // largest block; the parameter list is checked then too.
+  struct Launchable {
+    CUfunction fn = nullptr;
+    int max_grid[3] = {2147483647, 65535, 65535};
+    int max_threads = 1024;
+  };
+
+  absl::Status GetLaunchable(const Driver& d, CUcontext cu_ctx, const std::vector<size_t>& sizes,
+                             Launchable* out) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = functions_.find(cu_ctx);
-    if (it != functions_.end()) {
-      *fn = it->second;
+    auto it = launchables_.find(cu_ctx);
+    if (it != launchables_.end()) {
+      *out = it->second;
       return absl::OkStatus();
     }
+    Launchable l;
     CUmodule module = nullptr;
     TF_RETURN_IF_ERROR(LoadModule(d, cu_ctx, attrs_.ptx, attrs_.who, &module));
-    CUresult r = d.ModuleGetFunction(fn, module, attrs_.entry.c_str());
+    CUresult r = d.ModuleGetFunction(&l.fn, module, attrs_.entry.c_str());
     OTF_REQUIRE(r == kCudaSuccess, attrs_.who, ": the module has no kernel '", attrs_.entry, "' (",
                 CuErrorText(d, r), ")");
     if (attrs_.shared_memory_bytes > 48 * 1024) {
-      r = d.FuncSetAttribute(*fn, kFuncMaxDynamicSharedBytes,
+      r = d.FuncSetAttribute(l.fn, kFuncMaxDynamicSharedBytes,
                              static_cast<int>(attrs_.shared_memory_bytes));
       OTF_REQUIRE(r == kCudaSuccess, attrs_.who, ": ", attrs_.shared_memory_bytes,
                   " bytes of dynamic shared memory are more than the device allows (",
                   CuErrorText(d, r), ")");
     }
-    functions_[cu_ctx] = *fn;
+    CUdevice dev = 0;
+    if (d.CtxGetDevice(&dev) == kCudaSuccess) {
+      d.DeviceGetAttribute(&l.max_grid[0], kDevAttrMaxGridDimX, dev);
+      d.DeviceGetAttribute(&l.max_grid[1], kDevAttrMaxGridDimY, dev);
+      d.DeviceGetAttribute(&l.max_grid[2], kDevAttrMaxGridDimZ, dev);
+    }
+    d.FuncGetAttribute(&l.max_threads, kFuncMaxThreadsPerBlock, l.fn);
+    TF_RETURN_IF_ERROR(CheckParams(d, l.fn, sizes));
+    launchables_[cu_ctx] = l;
+    *out = l;
     return absl::OkStatus();
   }
 
@@ -509,7 +526,7 @@ class CudaKernelGpuOp : public tensorflow::OpKernel {
   KernelAttrs attrs_;
   std::vector<tensorflow::TensorShape> out_shapes_;
   std::mutex mu_;
-  std::map<CUcontext, CUfunction> functions_;
+  std::map<CUcontext, Launchable> launchables_;
 };
 
 }  // namespace
