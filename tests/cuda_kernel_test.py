@@ -187,7 +187,9 @@ class SavedModelTest(device_util.DeviceTestCase):
         tf.saved_model.save(module, path)
         loaded = tf.saved_model.load(path)
         graph = loaded.batch.get_concrete_function().graph
-        nodes = [n for n in graph.as_graph_def().node if n.op == "OnTheFly>CudaKernel"]
+        graph_def = graph.as_graph_def()
+        all_nodes = list(graph_def.node) + [n for f in graph_def.library.function for n in f.node_def]
+        nodes = [n for n in all_nodes if n.op == "OnTheFly>CudaKernel"]
         self.assertLen(nodes, 1)
         self.assertEqual(nodes[0].attr["ptx"].s.decode(), PTX)
         self.assertEqual(nodes[0].attr["entry"].s.decode(), "otf_uniform_batch")
