@@ -173,12 +173,17 @@ def part_rate(args, ptx_text):
         paths["ptx-op"] = ptx_op(batch, dim, ptx_text)
     bridge = cupy_bridge(batch, dim, args.ptx) if gpu else _host_bridge(batch, dim)
     if bridge is not None:
-        paths["cupy-bridge"] = bridge
+        paths["cupy-bridge" if gpu else "host-bridge"] = bridge
     result = {"bytes": batch * dim * 4, "batch": batch, "feature_dim": dim, "calls": calls}
     runners = {name: _unrolled(gen, calls) for name, gen in paths.items()}
-    step = tf.Variable(0, dtype=tf.int64)
+    counter = [0]
+
+    def next_first():
+        counter[0] += calls
+        return tf.constant(counter[0], tf.int64)
+
     for name, run in runners.items():
-        times = timing.call_times(lambda: run(step.assign_add(calls)), args.rounds, warmup=1, sync=lambda r: r.numpy())
+        times = timing.call_times(lambda run=run: run(next_first()), args.rounds, warmup=1, sync=lambda r: r.numpy())
         result[name] = {k: v / calls if k == "median" else v for k, v in timing.summary(times).items()}
     cupy = _cupy() if gpu else None
     if cupy is not None:
@@ -209,7 +214,7 @@ def part_step_cost(args, ptx_text):
         paths["ptx-op"] = ptx_op(batch, dim, ptx_text)
     bridge = cupy_bridge(batch, dim, args.ptx) if gpu else _host_bridge(batch, dim)
     if bridge is not None:
-        paths["cupy-bridge"] = bridge
+        paths["cupy-bridge" if gpu else "host-bridge"] = bridge
     paths["empty"] = lambda s: (tf.zeros([batch, dim]) + tf.cast(s, tf.float32), None)
     result = {"batch": batch, "feature_dim": dim, "steps": steps}
     for name, gen in paths.items():
@@ -245,7 +250,7 @@ def part_wide(args, ptx_text):
         in_step["ptx-op"] = ptx_op(batch, dim, ptx_text)
     bridge = cupy_bridge(batch, dim, args.ptx) if gpu else _host_bridge(batch, dim)
     if bridge is not None:
-        in_step["cupy-bridge"] = bridge
+        in_step["cupy-bridge" if gpu else "host-bridge"] = bridge
     in_step["builtin"] = lambda s: tf_onthefly.random_batch(batch, dim, seed=SEED, step=s, p=P)
     for name, gen in in_step.items():
 
