@@ -44,6 +44,11 @@ def find_file(name: str, env: str) -> str:
     raise FileNotFoundError(f"{name} not found: build //tf_ops/interop:test_ptx and set {env} to its path")
 
 
+def headers_folder() -> str:
+    """tf_ops/common, beside the test kernels (runfiles or the source tree)."""
+    return os.path.join(os.path.dirname(find_file("test_kernels.cu", "OTF_TEST_CU")), "..", "common")
+
+
 def load_ptx() -> str:
     with open(find_file("test_kernels.ptx", "OTF_TEST_PTX")) as f:
         return f.read()
@@ -159,7 +164,7 @@ class ArgumentTest(device_util.DeviceTestCase):
             f()
 
     def test_contract_source(self):
-        source = contract_source()
+        source = contract_source(headers_folder())
         self.assertIn("Philox4x32_10", source)
         self.assertIn("__CUDACC_RTC__", source)
         self.assertNotIn('#include "tf_ops/common/philox.h"', source)
@@ -295,7 +300,7 @@ class GpuTest(device_util.DeviceTestCase):
         path = find_file("test_kernels.cu", "OTF_TEST_CU")
         with open(path) as f:
             body = "".join(line for line in f if not line.startswith("#include"))
-        module = cupy.RawModule(code=contract_source() + body, options=("-std=c++17",))
+        module = cupy.RawModule(code=contract_source(headers_folder()) + body, options=("-std=c++17",))
         kernel = module.get_function("otf_uniform_batch")
         batch, dim = 1000, 12
         seed, step = cupy.array([7], cupy.int64), cupy.array([3], cupy.int64)

@@ -198,19 +198,26 @@ def cuda_kernel(
 _CONTRACT_HEADERS = ("philox.h", "uniform.h")
 
 
-def contract_source() -> str:
-    """philox.h and uniform.h (the counter contract's helpers: Philox4x32-10, DeriveKey,
+def contract_source(folder: Optional[str] = None) -> str:
+    """philox.h and uniform.h (the counter contract's helpers: Philox4x32_10, DeriveKey,
     SampleBlock, UniformFloat, UniformBelow, ...) as one CUDA source text that NVRTC
-    (cupy.RawModule) and clang/nvcc compile; prepend it to a kernel's source instead of the
-    two #include lines. Read from the package (or, in a source tree, tf_ops/common)."""
+    (cupy.RawModule, options=("-std=c++17",)) and clang/nvcc compile; prepend it to a
+    kernel's source instead of the two #include lines. Read from `folder`, else from the
+    package's include/ folder, else from a source tree's tf_ops/common."""
     here = os.path.dirname(os.path.abspath(__file__))
-    for folder in (os.path.join(here, "include"), os.path.join(here, "..", "..", "tf_ops", "common")):
-        paths = [os.path.join(folder, h) for h in _CONTRACT_HEADERS]
+    folders = (
+        [folder] if folder else [os.path.join(here, "include"), os.path.join(here, "..", "..", "tf_ops", "common")]
+    )
+    for candidate in folders:
+        paths = [os.path.join(candidate, h) for h in _CONTRACT_HEADERS]
         if all(os.path.exists(p) for p in paths):
-            texts = [open(p).read() for p in paths]
+            texts = []
+            for p in paths:
+                with open(p) as f:
+                    texts.append(f.read())
             texts[1] = texts[1].replace('#include "tf_ops/common/philox.h"', "")
             return "\n".join(texts)
     raise FileNotFoundError(
-        "the counter-contract headers (philox.h, uniform.h) are not in this installation; "
-        "take them from the source tree's tf_ops/common"
+        f"the counter-contract headers ({', '.join(_CONTRACT_HEADERS)}) are not in {folders}; pass the folder "
+        "that holds them (a source tree's tf_ops/common)"
     )
