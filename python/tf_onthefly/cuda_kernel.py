@@ -203,7 +203,8 @@ def contract_source(folder: Optional[str] = None) -> str:
     SampleBlock, UniformFloat, UniformBelow, ...) as one CUDA source text that NVRTC
     (cupy.RawModule, options=("-std=c++17",)) and clang/nvcc compile; prepend it to a
     kernel's source instead of the two #include lines. Read from `folder`, else from the
-    package's include/ folder, else from a source tree's tf_ops/common."""
+    package (beside this module, or in its include/ folder), else from a source tree's
+    tf_ops/common."""
     here = os.path.dirname(os.path.abspath(__file__))
     folders = (
         [folder] if folder else [os.path.join(here, "include"), os.path.join(here, "..", "..", "tf_ops", "common")]
