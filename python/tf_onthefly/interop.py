@@ -14,9 +14,9 @@ the tensor TensorFlow gets is the producer's memory: no host copy, no device cop
 that takes, and costs (docs/interop.md):
 
 - Ordering: TensorFlow cannot wait on another library's CUDA stream, so before handing a
-  batch over the bridge waits on the host until the producer's work is done (the
-  producer's current stream for CuPy, PyTorch and Numba, block_until_ready for JAX, the
-  whole device otherwise): one host wait per batch. A batch TensorFlow reads is complete.
+  batch over the bridge waits on the host until the producer's work is done (all work on
+  the GPU by default, or only the library's current stream with sync="stream";
+  block_until_ready for JAX): one host wait per batch. A batch TensorFlow reads is complete.
 - Ownership: TensorFlow holds the producer's array until its tensor is freed; the bridge
   also keeps the last `keep` batches, so a producer's memory pool does not hand their
   memory to a new batch while TensorFlow's stream may still be reading them.
@@ -56,37 +56,70 @@ def _module_of(array) -> str:
 _driver = None
 
 
-def _device_synchronize():
-    """Waits for all work of the current CUDA context (the fallback for producers whose
-    stream the bridge does not know), through the driver API."""
+def _device_synchronize(ordinal: int = 0):
+    """Waits for all work on GPU `ordinal` (every stream of its primary context, the one
+    CUDA's runtime, TensorFlow, CuPy and PyTorch share), through the driver API, for
+    producers the bridge does not know."""
     global _driver
     if _driver is None:
         _driver = ctypes.CDLL("libcuda.so.1")
-    result = _driver.cuCtxSynchronize()
-    if result != 0:
-        raise RuntimeError(f"cuCtxSynchronize failed with CUDA driver error {result}")
+    ctx, dev = ctypes.c_void_p(), ctypes.c_int()
+    for call, args in (
+        ("cuInit", (0,)),
+        ("cuDeviceGet", (ctypes.byref(dev), ordinal)),
+        ("cuDevicePrimaryCtxRetain", (ctypes.byref(ctx), dev)),
+    ):
+        result = getattr(_driver, call)(*args)
+        if result != 0:
+            raise RuntimeError(f"{call} failed with CUDA driver error {result}")
+    try:
+        if _driver.cuCtxPushCurrent_v2(ctx) != 0:
+            raise RuntimeError("cuCtxPushCurrent failed")
+        result = _driver.cuCtxSynchronize()
+        _driver.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
+        if result != 0:
+            raise RuntimeError(f"cuCtxSynchronize failed with CUDA driver error {result}")
+    finally:
+        _driver.cuDevicePrimaryCtxRelease_v2(dev)
 
 
-def synchronize(array):
+def _ordinal(array) -> int:
+    try:
+        return int(array.__dlpack_device__()[1])
+    except Exception:  # noqa: BLE001 - a capsule, or no device query: the first GPU
+        return 0
+
+
+def synchronize(array, mode: str = "device"):
     """Blocks the calling thread until the work that produces `array` is done: the one
-    host wait per batch the bridge costs. Known producers wait on their own stream; others
-    on the whole device."""
+    host wait per batch the bridge costs.
+
+    mode "device" (the default): all work on the array's GPU, whichever stream it is on
+    (TensorFlow's queued work included). mode "stream": only the producer library's
+    current stream, cheaper, and right only when make_batch's work is on that stream when
+    it returns (not inside a `with stream:` block that has ended). JAX arrays wait for
+    themselves (block_until_ready) in both modes."""
     module = _module_of(array)
-    if module == "cupy":
+    if module in ("jax", "jaxlib"):
+        array.block_until_ready()
+    elif module == "cupy":
         import cupy
 
-        cupy.cuda.get_current_stream().synchronize()
+        if mode == "stream":
+            cupy.cuda.get_current_stream().synchronize()
+        else:
+            cupy.cuda.Device(array.device.id).synchronize()
     elif module == "torch":
         import torch
 
-        torch.cuda.current_stream(array.device).synchronize()
-    elif module in ("jax", "jaxlib"):
-        array.block_until_ready()
-    elif module == "numba":
-        stream = getattr(array, "stream", 0)
-        (stream.synchronize() if stream else __import__("numba").cuda.synchronize())
+        if mode == "stream":
+            torch.cuda.current_stream(array.device).synchronize()
+        else:
+            torch.cuda.synchronize(array.device)
+    elif module == "numba" and mode == "stream" and getattr(array, "stream", 0):
+        array.stream.synchronize()
     else:
-        _device_synchronize()
+        _device_synchronize(_ordinal(array))
 
 
 # ---- One array to one tensor ------------------------------------------------------------
@@ -167,8 +200,9 @@ class DeviceBridge:
       keep: batches the bridge keeps referenced after handing them over (>= 1), so their
         memory is not reused while TensorFlow may still read them; at least the batches in
         flight (prefetch depth + 2 through dataset()).
-      sync: how to wait for the producer: "auto" (by library, see synchronize), "device"
-        (the whole device), or a callable(array).
+      sync: how to wait for the producer: "device" (all work on the array's GPU, the
+        default), "stream" (the producer library's current stream; see synchronize), or a
+        callable(array).
 
     Call it with a step: eagerly it converts directly; inside a tf.function it is a
     tf.py_function on the GPU (or the CPU where TensorFlow sees no GPU), so it works in graph
@@ -181,7 +215,7 @@ class DeviceBridge:
         output_signature,
         *,
         keep: int = 2,
-        sync="auto",
+        sync="device",
         device: Optional[str] = None,
     ):
         if not callable(make_batch):
@@ -191,8 +225,8 @@ class DeviceBridge:
             raise TypeError("output_signature must be a (nested) structure of tf.TensorSpec")
         if not isinstance(keep, int) or keep < 1:
             raise ValueError(f"keep must be an integer >= 1, got {keep!r}")
-        if not (sync in ("auto", "device") or callable(sync)):
-            raise ValueError(f"sync must be 'auto', 'device' or a callable, got {sync!r}")
+        if not (sync in ("device", "stream") or callable(sync)):
+            raise ValueError(f"sync must be 'device', 'stream' or a callable, got {sync!r}")
         self.make_batch = make_batch
         self.output_signature = output_signature
         self.keep = keep
@@ -219,20 +253,23 @@ class DeviceBridge:
         arrays = tf.nest.flatten(batch)
         waited = set()
         for array in arrays:
-            if _is_device_array(array) and type(array).__name__ != "PyCapsule":
-                key = _module_of(array) if self._sync == "auto" else "all"
-                if key in waited:
-                    continue  # one wait per producer library covers its arrays
-                waited.add(key)
-                if callable(self._sync):
-                    self._sync(array)
-                elif self._sync == "device":
-                    _device_synchronize()
-                else:
-                    synchronize(array)
-            elif type(array).__name__ == "PyCapsule" and "capsule" not in waited:
-                waited.add("capsule")
-                _device_synchronize()
+            if not _is_device_array(array):
+                continue
+            if type(array).__name__ == "PyCapsule":
+                key = ("capsule", 0)  # nothing to ask a capsule: wait for the first GPU
+            else:
+                module = _module_of(array)
+                # One wait per (library, GPU) covers its arrays; a JAX array waits for itself.
+                key = (module, id(array) if module in ("jax", "jaxlib") else _ordinal(array))
+            if key in waited:
+                continue
+            waited.add(key)
+            if callable(self._sync):
+                self._sync(array)
+            elif key[0] == "capsule":
+                _device_synchronize(0)
+            else:
+                synchronize(array, self._sync)
         tensors = []
         for array, spec, name in zip(arrays, self._flat_specs, self._names):
             tensor = to_tensor(array, name)
