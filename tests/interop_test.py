@@ -229,6 +229,16 @@ class GpuBridgeTest(device_util.DeviceTestCase):
         self.assertAllEqual(x, np.full([256, 8], 3.0, np.float32))
         self.assertAllEqual(y, np.arange(256) + 3)
 
+    def test_numba(self):
+        """A Numba device array (CUDA array interface, no DLPack) goes through a CuPy view."""
+        numba_cuda = optional("numba.cuda")
+        self.require(numba_cuda, "numba")
+        self.require(cupy, "cupy")
+        sig = (tf.TensorSpec([128], tf.float32),)
+        bridge = DeviceBridge(lambda s: (numba_cuda.to_device(np.full(128, s, np.float32)),), sig)
+        (x,) = bridge(4)
+        self.assertAllEqual(x, np.full([128], 4.0, np.float32))
+
     def test_jax(self):
         jnp = optional("jax.numpy")
         if jnp is None:

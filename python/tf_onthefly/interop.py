@@ -129,7 +129,7 @@ _KDLCUDA, _KDLCUDA_MANAGED = 2, 13
 def _is_device_array(value) -> bool:
     if hasattr(value, "__dlpack_device__"):
         return value.__dlpack_device__()[0] in (_KDLCUDA, _KDLCUDA_MANAGED)
-    return type(value).__name__ == "PyCapsule"
+    return type(value).__name__ == "PyCapsule" or hasattr(value, "__cuda_array_interface__")
 
 
 def _dtype_name(value) -> str:
@@ -143,6 +143,8 @@ def to_tensor(value, name: str = "output 0") -> tf.Tensor:
     The caller synchronises first (DeviceBridge does); this only converts."""
     if isinstance(value, (tf.Tensor, tf.Variable)):
         return tf.convert_to_tensor(value)
+    if hasattr(value, "__cuda_array_interface__") and not hasattr(value, "__dlpack__"):
+        value = _from_cuda_array_interface(value, name)
     if _is_device_array(value):
         if "int32" == _dtype_name(value):
             raise BridgeError(
@@ -151,12 +153,21 @@ def to_tensor(value, name: str = "output 0") -> tf.Tensor:
             )
         capsule = value if type(value).__name__ == "PyCapsule" else value.__dlpack__()
         return tf.experimental.dlpack.from_dlpack(capsule)
-    if hasattr(value, "__cuda_array_interface__") and not hasattr(value, "__dlpack__"):
+    return tf.convert_to_tensor(np.asarray(value))
+
+
+def _from_cuda_array_interface(value, name):
+    """A device array with __cuda_array_interface__ only (a Numba device array) as a CuPy
+    view of the same memory (no copy), which speaks DLPack; the view holds the original."""
+    try:
+        import cupy
+    except ImportError:
         raise BridgeError(
             f"field '{name}' is a device array with __cuda_array_interface__ but no DLPack support "
-            f"({type(value).__name__}); convert it (numba: cupy.asarray(x) or x.__dlpack__ in numba >= 0.59)"
-        )
-    return tf.convert_to_tensor(np.asarray(value))
+            f"({type(value).__name__}); install CuPy (the bridge then wraps it without a copy) or return a "
+            f"DLPack-capable array"
+        ) from None
+    return cupy.asarray(value)
 
 
 def _check(tensor: tf.Tensor, spec: tf.TensorSpec, name: str, index: int):
