@@ -312,6 +312,23 @@ class GpuTest(device_util.DeviceTestCase):
         # The process and the device still work.
         self.assertAllEqual(uniform_batch(10, 16)[0], tf_onthefly.random_batch(10, 16, seed=7, step=3)[0])
 
+    def test_model_fit(self):
+        from tf_onthefly import models
+        from tf_onthefly.data import GeneratorModel, device_dataset
+
+        def gen(step):
+            return tuple(uniform_batch(256, 16, step=step))
+
+        model = GeneratorModel(models.mlp(16, 1, hidden=(8,)), gen)
+        model.compile(optimizer="sgd", loss="mse", jit_compile=False)
+        model.fit(device_dataset(), steps_per_epoch=20, epochs=1, verbose=0)
+        self.assertEqual(int(model.data_step.numpy()), 20)
+        # GeneratorModel's default ("auto": XLA on a GPU) meets the op's refusal, which says why.
+        model = GeneratorModel(models.mlp(16, 1, hidden=(8,)), gen)
+        model.compile(optimizer="sgd", loss="mse")
+        with self.assertRaisesRegex(Exception, "cannot run inside an XLA-compiled function"):
+            model.fit(device_dataset(), steps_per_epoch=2, epochs=1, verbose=0)
+
     def test_nvrtc_with_the_contract_source(self):
         """The same kernels compiled from source by NVRTC (CuPy's RawModule) with
         contract_source() in place of the #include lines: the batch of random_batch again."""
