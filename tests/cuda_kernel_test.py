@@ -323,9 +323,10 @@ class GpuTest(device_util.DeviceTestCase):
         model.compile(optimizer="sgd", loss="mse", jit_compile=False)
         model.fit(device_dataset(), steps_per_epoch=20, epochs=1, verbose=0)
         self.assertEqual(int(model.data_step.numpy()), 20)
-        # GeneratorModel's default ("auto": XLA on a GPU) meets the op's refusal, which says why.
+        # Under XLA (jit_compile=True; GeneratorModel's default "auto" means it on a GPU) the
+        # op refuses, saying why.
         model = GeneratorModel(models.mlp(16, 1, hidden=(8,)), gen)
-        model.compile(optimizer="sgd", loss="mse")
+        model.compile(optimizer="sgd", loss="mse", jit_compile=True)
         with self.assertRaisesRegex(Exception, "cannot run inside an XLA-compiled function"):
             model.fit(device_dataset(), steps_per_epoch=2, epochs=1, verbose=0)
 
