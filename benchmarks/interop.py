@@ -119,12 +119,13 @@ def _signature(batch, feature_dim):
     return (tf.TensorSpec([batch, feature_dim], tf.float32), tf.TensorSpec([batch, 1], tf.float32))
 
 
-def cupy_bridge(batch, feature_dim, ptx_path):
+def cupy_bridge(batch, feature_dim, ptx_path, sync="device"):
     """step -> (features, labels): CuPy launching the PTX, through the bridge."""
     cupy = _cupy()
     if cupy is None:
         return None
-    return DeviceBridge(CupyLauncher(cupy, ptx_path, batch, feature_dim), _signature(batch, feature_dim))
+    launcher = CupyLauncher(cupy, ptx_path, batch, feature_dim)
+    return DeviceBridge(launcher, _signature(batch, feature_dim), sync=sync)
 
 
 def _host_bridge(batch, feature_dim):
@@ -215,6 +216,11 @@ def part_step_cost(args, ptx_text):
     bridge = cupy_bridge(batch, dim, args.ptx) if gpu else _host_bridge(batch, dim)
     if bridge is not None:
         paths["cupy-bridge" if gpu else "host-bridge"] = bridge
+    if gpu and bridge is not None:
+        # What the bridge's wait costs: the same bridge waiting only for CuPy's current
+        # stream (where CupyLauncher launches), and not at all (unsafe; for the difference).
+        paths["cupy-bridge sync=stream"] = cupy_bridge(batch, dim, args.ptx, sync="stream")
+        paths["cupy-bridge no wait (unsafe)"] = cupy_bridge(batch, dim, args.ptx, sync=lambda a: None)
     paths["empty"] = lambda s: (tf.zeros([batch, dim]) + tf.cast(s, tf.float32), None)
     result = {"batch": batch, "feature_dim": dim, "steps": steps}
     for name, gen in paths.items():
