@@ -16,7 +16,9 @@ Parts:
              there is (target: ptx-op within 5 us of builtin);
   wide       64 MiB batches (65,536 x 256) consumed by a reduction in a tf.function loop:
              steps/s of cupy-bridge and ptx-op against numpy+prefetch (from_python), the
-             simple path (target: bridge >= 2x numpy+prefetch).
+             simple path (target: bridge >= 2x numpy+prefetch);
+  copies     host-to-device copies per step of the same loops in a profiler trace (target:
+             none for ptx-op and cupy-bridge; numpy+prefetch is the control).
 --smoke runs every part at toy sizes on any device (host arrays for the bridge, no PTX
 launch without a GPU), to keep the script working where there is no GPU.
 
@@ -298,6 +300,59 @@ def part_wide(args, ptx_text):
     return result
 
 
+def part_copies(args, ptx_text):
+    """Host-to-device copies per step of each new path in a graph loop (64 MiB batches), from
+    a TensorFlow profiler trace of the GPU (CUPTI's memcpy events; tests/gpu_no_copy_profile.py
+    counts them), next to numpy+prefetch, whose every batch crosses (the control)."""
+    if not _gpu():
+        return {"skipped": "no GPU"}
+    import importlib.util
+    import tempfile
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location(
+        "no_copy", os.path.join(here, "..", "tests", "gpu_no_copy_profile.py")
+    )
+    no_copy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(no_copy)
+    batch, dim, steps = args.wide_batch, 256, 10
+    result = {"batch": batch, "MiB": batch * dim * 4 / 2**20, "steps": steps}
+    paths = {"ptx-op": ptx_op(batch, dim, ptx_text)}
+    bridge = cupy_bridge(batch, dim, args.ptx)
+    if bridge is not None:
+        paths["cupy-bridge"] = bridge
+    rng = np.random.default_rng(0)
+
+    def numpy_batches():
+        while True:
+            yield (rng.random((batch, dim), dtype=np.float32), (rng.random((batch, 1)) < P).astype(np.float32))
+
+    it = iter(data.from_python(numpy_batches, _signature(batch, dim), prefetch=True))
+    paths["numpy+prefetch"] = lambda s: next(it)
+    for name, gen in paths.items():
+
+        @tf.function
+        def loop(first, gen=gen):
+            acc = tf.constant(0.0)
+            for i in tf.range(first, first + steps):
+                x, y = gen(i)
+                acc += tf.reduce_sum(x[:, :8]) + tf.reduce_sum(y)
+            return acc
+
+        loop(tf.constant(0, tf.int64)).numpy()  # trace and warm up outside the profile
+        logdir = tempfile.mkdtemp(prefix="interop_copies_")
+        tf.profiler.experimental.start(logdir)
+        loop(tf.constant(steps, tf.int64)).numpy()
+        tf.profiler.experimental.stop()
+        events, nbytes, largest = no_copy.count_copies(logdir)
+        result[name] = {
+            "HtoD_events_per_step": events / steps,
+            "HtoD_bytes_per_step": None if nbytes is None else nbytes / steps,
+            "largest": [list(map(str, row)) for row in largest[:3]],
+        }
+    return result
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -307,7 +362,7 @@ def main(argv=None):
     )
     parser.add_argument("--out", help="write the results here as JSON")
     parser.add_argument("--smoke", action="store_true", help="toy sizes, any device")
-    parser.add_argument("--parts", default="rate,step_cost,wide")
+    parser.add_argument("--parts", default="rate,step_cost,wide,copies")
     parser.add_argument("--rounds", type=int, default=11)
     args = parser.parse_args(argv)
     if args.smoke:
@@ -323,7 +378,9 @@ def main(argv=None):
         "smoke": args.smoke,
     }
     for part in args.parts.split(","):
-        results[part] = {"rate": part_rate, "step_cost": part_step_cost, "wide": part_wide}[part](args, ptx_text)
+        results[part] = {"rate": part_rate, "step_cost": part_step_cost, "wide": part_wide, "copies": part_copies}[
+            part
+        ](args, ptx_text)
         print(part, json.dumps(results[part], indent=1), flush=True)
     if args.out:
         with open(args.out, "w") as f:
