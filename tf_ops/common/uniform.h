@@ -2,8 +2,12 @@
 #ifndef TF_ONTHEFLY_COMMON_UNIFORM_H_
 #define TF_ONTHEFLY_COMMON_UNIFORM_H_
 
+// Also compiles under NVRTC (no standard library there; philox.h gives the integer types, and
+// nextafterf is one of CUDA's built-in device functions).
+#if !defined(__CUDACC_RTC__)
 #include <cmath>
 #include <cstdint>
+#endif
 
 #include "tf_ops/common/philox.h"
 
