@@ -23,6 +23,8 @@ CPU_RUNS = [
     ("no_copy_profile.py", ["--smoke"]),
     ("launcher_generators.py", ["--smoke", "--sdk-test-ops", SDK_TEST_OPS]),
     ("peer_rates.py", ["--smoke"]),
+    ("interop.py", ["--smoke", "--ptx", "{test_ptx}"]),
+    ("soak.py", ["--smoke", "--quiet"]),
 ]
 # Not here: the peers (peers/) run through peer_rates.py; kernel_bench/ is a CUDA program
 # built by its build.sh (GPU only); __init__.py is Bazel's.
@@ -37,7 +39,7 @@ class SmokeTest(unittest.TestCase):
     def test_scripts(self):
         env = dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=os.pathsep.join(sys.path))
         for script, args in CPU_RUNS:
-            args = [a.format(sdk_test_ops=ARGS.sdk_test_ops) for a in args]
+            args = [a.format(sdk_test_ops=ARGS.sdk_test_ops, test_ptx=ARGS.test_ptx) for a in args]
             with self.subTest(script=script):
                 out = subprocess.run(
                     [sys.executable, os.path.join(HERE, script)] + args,
@@ -53,5 +55,6 @@ class SmokeTest(unittest.TestCase):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--sdk-test-ops", required=True, help="tests/sdk_ops' _sdk_test_ops.so")
+    parser.add_argument("--test-ptx", required=True, help="tf_ops/interop's test kernels as PTX")
     ARGS, rest = parser.parse_known_args()
     unittest.main(argv=[sys.argv[0]] + rest)

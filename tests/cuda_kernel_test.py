@@ -180,28 +180,6 @@ class CpuTest(device_util.DeviceTestCase):
             uniform_batch()
 
 
-class BenchmarkSmokeTest(device_util.DeviceTestCase):
-    def test_smoke(self):
-        """benchmarks/interop.py --smoke keeps working (toy sizes; the GPU rows on a GPU)."""
-        import importlib.util
-
-        # The source tree's copy (the test kernels' file leads there, from runfiles too).
-        kernels = os.path.realpath(find_file("test_kernels.cu", "OTF_TEST_CU"))
-        path = os.path.join(os.path.dirname(kernels), "..", "..", "benchmarks", "interop.py")
-        if not os.path.exists(path):
-            self.skipTest(f"benchmarks/interop.py not found beside {kernels}")
-        spec = importlib.util.spec_from_file_location("interop_benchmark", path)
-        bench = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(bench)
-        with tempfile.TemporaryDirectory() as tmp:
-            ptx = os.path.join(tmp, "k.ptx")
-            with open(ptx, "w") as f:
-                f.write(PTX)
-            results = bench.main(["--smoke", "--ptx", ptx, "--parts", "rate,step_cost"])
-        self.assertIn("builtin", results["rate"])
-        self.assertIn("builtin", results["step_cost"])
-
-
 class SavedModelTest(device_util.DeviceTestCase):
     def test_round_trip(self):
         class Module(tf.Module):

@@ -125,7 +125,8 @@ bool CheckRows(const rb::Params& p, const sdk::CallGeometry& g, const tf_onthefl
   h.base[0] = host.data() - row * dim;  // RunItem adds row * sample_bytes
   h.base[1] = &host_label - row;
   const int64_t items = Gen::ItemsPerSample(p);
-  for (int64_t item = 0; item < items; ++item) sdk::RunItem<Gen>(p, h, sdk::Inputs{}, keys, row, item);
+  for (int64_t item = 0; item < items; ++item)
+    sdk::RunItem<Gen>(p, h, sdk::Inputs{}, keys, row, item);
   int64_t worst = 0;
   for (int64_t i = 0; i < dim; ++i) {
     int32_t x, y;
