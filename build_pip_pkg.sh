@@ -4,7 +4,7 @@
 #
 #   bash build_pip_pkg.sh dist && pip install dist/*.whl   (runs ./configure.sh if needed)
 #
-# 1. For each TensorFlow version: its headers and libraries (tools/tf_release.sh, cached),
+# 1. For each TensorFlow version: its headers and libraries (tools/build/tf_release.sh, cached),
 #    then `bazel build` of the op library against them: _ops_tf<major>_<minor>.so. The GPU
 #    kernels (libtf_onthefly_kernels.so, no TensorFlow headers) compile once and serve all.
 # 2. The package (the configured TensorFlow's build), every op library, _variants.py listing
@@ -28,7 +28,7 @@ trap 'rm -rf "$tmp"' EXIT
 pkg=bazel-bin/python/tf_onthefly
 build() { bazel build "$@" >"$tmp/bazel.log" 2>&1 || { cat "$tmp/bazel.log" >&2; exit 1; }; }
 for v in $versions; do
-  release=$(tools/tf_release.sh "$v")
+  release=$(tools/build/tf_release.sh "$v")
   echo "op library for TensorFlow $v" >&2
   build --repo_env=TF_HEADER_DIR="$release/include" --repo_env=TF_SHARED_LIBRARY_DIR="$release" \
         --repo_env=TF_VERSION="$v" //python/tf_onthefly:ops_so //python/tf_onthefly:variants
