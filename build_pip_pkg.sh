@@ -2,13 +2,15 @@
 # Builds the tf-onthefly wheel into DEST (default: dist), one wheel for every TensorFlow in
 # tf_ops/tf_versions.bzl (docs/packaging.md):
 #
-#   bash build_pip_pkg.sh dist && pip install dist/*.whl   (runs ./configure.sh if needed)
+#   bash build_pip_pkg.sh dist && pip install "$(ls dist/*.whl)[gpu]"   (or [cpu]: tensorflow-cpu)
+#   (runs ./configure.sh if needed)
 #
 # 1. For each TensorFlow version: its headers and libraries (tools/build/tf_release.sh, cached),
 #    then `bazel build` of the op library against them: _ops_tf<major>_<minor>.so. The GPU
 #    kernels (libtf_onthefly_kernels.so, no TensorFlow headers) compile once and serve all.
 # 2. The package (the configured TensorFlow's build), every op library, _variants.py listing
-#    them, written into a wheel by tools/build_wheel.py.
+#    them, staged with pyproject.toml and setup.py and written into a wheel by setuptools
+#    (pip wheel --no-build-isolation: offline).
 # 3. auditwheel repair: checks the libraries' symbol versions and tags the wheel manylinux;
 #    TensorFlow's libraries are never bundled (each op library uses the ones TensorFlow has
 #    loaded).
@@ -47,9 +49,17 @@ with open(f"{sys.argv[1]}/_variants.py", "w") as f:
     f.write(f"VARIANTS = {variants!r}\n")
 PY
 version=$(sed -n 's/^__version__ = "\(.*\)"/\1/p' python/tf_onthefly/_version.py)
-"$PYTHON" tools/build_wheel.py --out "$tmp/raw" python/tf_onthefly/*.py "$pkg/_build_info.py" \
-  "$pkg/libtf_onthefly_kernels.so" "$tmp"/_ops_tf*.so "$tmp/_variants.py" >/dev/null
-chmod u+w "$tmp"/raw/*.whl
+# The staging folder setuptools builds from: pyproject.toml, setup.py, README, LICENSE and
+# the package with every library (setup.py reads the version and TensorFlow range there).
+stage="$tmp/stage"
+mkdir -p "$stage/tf_onthefly"
+cp pyproject.toml setup.py README.md LICENSE "$stage/"
+cp python/tf_onthefly/*.py "$pkg/_build_info.py" "$pkg/libtf_onthefly_kernels.so" "$tmp"/_ops_tf*.so \
+  "$tmp/_variants.py" "$stage/tf_onthefly/"
+chmod -R u+w "$stage"
+# No build isolation: setuptools and wheel from requirements.txt, so it works offline.
+"$PYTHON" -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps \
+  -w "$tmp/raw" "$stage" >"$tmp/log" 2>&1 || { cat "$tmp/log" >&2; exit 1; }
 mkdir -p "$DEST"
 "$PYTHON" -m auditwheel repair --exclude libtensorflow_framework.so.2 --exclude libtensorflow_cc.so.2 \
   --exclude libtf_onthefly_kernels.so --plat "$PLAT" -w "$DEST" "$tmp"/raw/*.whl >"$tmp/log" 2>&1 \

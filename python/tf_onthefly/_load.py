@@ -6,6 +6,7 @@ one per supported minor (_variants.py, docs/packaging.md); pick the one that mat
 say plainly which versions are supported and what to do.
 """
 
+import ctypes
 import os
 
 import tensorflow as tf
@@ -47,3 +48,16 @@ VARIANT = variant_for()
 # XLA kernels (jit_compile) exist in the op libraries for TensorFlow 2.20 on.
 HAS_XLA = VARIANT["xla"]
 ops = tf.load_op_library(VARIANT["library"])
+
+
+def gpu_kernels() -> tuple:
+    """(True, where the CUDA runtime came from) where the GPU kernels can run, (False, why not)
+    where they cannot: the kernels library finds the CUDA runtime at load time
+    (tf_ops/common/cuda_runtime.h), and a CPU-only TensorFlow such as tensorflow-cpu has none."""
+    lib = ctypes.CDLL(os.path.join(os.path.dirname(VARIANT["library"]), "libtf_onthefly_kernels.so"))
+    lib.tf_onthefly_cuda_runtime_unavailable_reason.restype = ctypes.c_char_p
+    lib.tf_onthefly_cuda_runtime_source.restype = ctypes.c_char_p
+    why = lib.tf_onthefly_cuda_runtime_unavailable_reason()
+    if why is not None:
+        return False, why.decode()
+    return True, lib.tf_onthefly_cuda_runtime_source().decode()
