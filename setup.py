@@ -27,7 +27,9 @@ if not os.path.exists(os.path.join(PKG, "_variants.py")):
     )
 
 VERSION = runpy.run_path(os.path.join(PKG, "_version.py"))["__version__"]
-MINORS = sorted(runpy.run_path(os.path.join(PKG, "_variants.py"))["VARIANTS"], key=lambda v: tuple(map(int, v.split("."))))
+MINORS = sorted(
+    runpy.run_path(os.path.join(PKG, "_variants.py"))["VARIANTS"], key=lambda v: tuple(map(int, v.split(".")))
+)
 _major, _minor = MINORS[-1].split(".")
 TF_RANGE = f">={MINORS[0]},<{_major}.{int(_minor) + 1}"
 URL = os.environ.get("OTF_PROJECT_URL", "https://github.com/tf-onthefly/tf_onthefly")

@@ -25,7 +25,9 @@ COMMANDS = {
 def usage() -> str:
     width = max(map(len, COMMANDS))
     rows = "\n".join(f"  {name:<{width}}  {what}" for name, what in COMMANDS.items())
-    return f"usage: tf-onthefly COMMAND [FLAGS...]\n\ncommands:\n{rows}\n\nflags of a command: tf-onthefly COMMAND --help"
+    return (
+        f"usage: tf-onthefly COMMAND [FLAGS...]\n\ncommands:\n{rows}\n\nflags of a command: tf-onthefly COMMAND --help"
+    )
 
 
 def main(argv=None) -> int:

@@ -28,7 +28,7 @@ def variant_for(found: str = None) -> dict:
         span = supported[0] if len(supported) == 1 else f"{supported[0]} to {supported[-1]}"
         raise ImportError(
             f"tf_onthefly has op libraries for TensorFlow {span} ({', '.join(supported)}), but TensorFlow "
-            f"{found} is installed. Fix: pip install 'tensorflow>={supported[0]},<{_next_minor(supported[-1])}' "
+            f"{found} is installed. Fix: pip install '{_tf_distribution()}>={supported[0]},<{_next_minor(supported[-1])}' "
             f"(another TensorFlow needs a source build with it added to tf_ops/tf_versions.bzl: "
             f"docs/packaging.md)."
         )
@@ -37,6 +37,19 @@ def variant_for(found: str = None) -> dict:
         minor=minor(found),
         library=os.path.join(HERE, f"_ops_tf{minor(found).replace('.', '_')}.so"),
     )
+
+
+def _tf_distribution() -> str:
+    """The installed TensorFlow's distribution: tensorflow-cpu where only that is installed."""
+    from importlib import metadata
+
+    for name in ("tensorflow", "tensorflow-cpu"):
+        try:
+            metadata.version(name)
+            return name
+        except metadata.PackageNotFoundError:
+            pass
+    return "tensorflow"
 
 
 def _next_minor(version: str) -> str:
