@@ -57,7 +57,7 @@ class PlatformWheel(bdist_wheel):
 setup(
     version=VERSION,
     packages=["tf_onthefly"],
-    package_data={"tf_onthefly": ["*.so"]},
+    package_data={"tf_onthefly": ["*.so", "include/tf_ops/common/*.h"]},
     include_package_data=False,
     zip_safe=False,
     distclass=BinaryDistribution,
