@@ -56,9 +56,14 @@ mkdir -p "$stage/tf_onthefly"
 cp pyproject.toml setup.py README.md LICENSE "$stage/"
 cp python/tf_onthefly/*.py "$pkg/_build_info.py" "$pkg/libtf_onthefly_kernels.so" "$tmp"/_ops_tf*.so \
   "$tmp/_variants.py" "$stage/tf_onthefly/"
+# The counter contract's C++ headers, for code compiled against the installed wheel
+# (tf_onthefly.include_dir()).
+mkdir -p "$stage/tf_onthefly/include/tf_ops/common"
+cp tf_ops/common/philox.h tf_ops/common/uniform.h "$stage/tf_onthefly/include/tf_ops/common/"
 chmod -R u+w "$stage"
 # No build isolation: setuptools and wheel from requirements.txt, so it works offline.
-"$PYTHON" -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps \
+# SOURCE_DATE_EPOCH fixes the zip's timestamps: the same inputs give the same wheel bytes.
+SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1767225600} "$PYTHON" -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps \
   -w "$tmp/raw" "$stage" >"$tmp/log" 2>&1 || { cat "$tmp/log" >&2; exit 1; }
 mkdir -p "$DEST"
 "$PYTHON" -m auditwheel repair --exclude libtensorflow_framework.so.2 --exclude libtensorflow_cc.so.2 \
