@@ -46,5 +46,5 @@ out=$(cd "$work" && "$py" -c "import tensorflow as tf; tf.__version__ = '2.15.1'
 echo "$out" | grep -q "ImportError: tf_onthefly has op libraries for TensorFlow 2.16 to 2.21" \
   || { echo "unsupported version not reported as expected:"; echo "$out"; exit 1; }
 echo "$out" | grep -q "pip install 'tensorflow-cpu>=2.16,<2.22'" || { echo "no fix named: $out"; exit 1; }
-echo "unsupported check: $(echo "$out" | grep ImportError)"
+echo "unsupported check: $(echo "$out" | grep "^ImportError")"
 echo "wheel smoke test: OK"
