@@ -203,12 +203,10 @@ def contract_source(folder: Optional[str] = None) -> str:
     SampleBlock, UniformFloat, UniformBelow, ...) as one CUDA source text that NVRTC
     (cupy.RawModule, options=("-std=c++17",)) and clang/nvcc compile; prepend it to a
     kernel's source instead of the two #include lines. Read from `folder`, else from the
-    package (beside this module, or in its include/ folder), else from a source tree's
-    tf_ops/common."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    folders = (
-        [folder] if folder else [os.path.join(here, "include"), os.path.join(here, "..", "..", "tf_ops", "common")]
-    )
+    headers the wheel ships (tf_onthefly.include_dir(), a source tree's root in a checkout)."""
+    from tf_onthefly import include_dir
+
+    folders = [folder] if folder else [os.path.join(include_dir(), "tf_ops", "common")]
     for candidate in folders:
         paths = [os.path.join(candidate, h) for h in _CONTRACT_HEADERS]
         if all(os.path.exists(p) for p in paths):

@@ -47,9 +47,6 @@ TOP_LEVEL = {
 }
 # tools/ holds build and maintenance only, sorted by role; measurement code is benchmarks/.
 TOOLS_ROLES = {"build", "docs", "format", "testing"}
-# Old paths the packaging change moves to tools/build/ and tools/testing/ (or deletes).
-# TEMPORARY: once they have moved, the next line becomes `TOOLS_OLD = set()`.
-TOOLS_OLD = {"tools/build_wheel.py", "tools/tf_release.sh", "tools/test_all_tf.sh"}  # TEMPORARY
 # docs/ holds pages (and their images); results of runs live in benchmarks/results/.
 DOCS = re.compile(r"^docs/([\w.-]+\.md|BUILD|img/[\w.-]+\.(png|svg))$")
 
@@ -93,7 +90,7 @@ def layout_problem(path):
     parts = path.split("/")
     if parts[0] not in TOP_LEVEL:
         return f"'{parts[0]}' is not a top-level entry of the layout (README.md's table)"
-    if parts[0] == "tools" and path not in TOOLS_OLD:
+    if parts[0] == "tools":
         if len(parts) < 3 or parts[1] not in TOOLS_ROLES:
             return f"tools/ holds only {sorted(TOOLS_ROLES)}/ (build and maintenance by role)"
     if parts[0] == "docs" and not DOCS.match(path):

@@ -2,7 +2,7 @@
 # Prints a folder holding what building an op library against TensorFlow VERSION needs:
 # include/ and libtensorflow_{framework,cc}.so.2 from that release's wheel (downloaded once,
 # cached; the wheel itself is not kept). Python-independent: only headers and libraries.
-#   tools/tf_release.sh 2.18.1
+#   tools/build/tf_release.sh 2.18.1
 set -euo pipefail
 version=${1:?usage: tf_release.sh VERSION}
 dir=${OTF_TF_RELEASES:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/tf_onthefly/tf-versions}/$version

@@ -3,9 +3,9 @@
 # supported TensorFlow (tf_ops/tf_versions.bzl), each in its own virtual environment
 # (~/.cache/tf_onthefly/venvs/tf-<minor>, kept between runs), then configures back the
 # default. Not in CI: about 20 minutes on two cores (docs/packaging.md has the last run).
-#   tools/test_all_tf.sh [VERSION...]
+#   tools/testing/test_all_tf.sh [VERSION...]
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 versions=${*:-$(python3 -c "exec(open('tf_ops/tf_versions.bzl').read()); print(' '.join(TF_VERSIONS))")}
 venvs=${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/tf_onthefly/venvs
 summary=$(mktemp)
