@@ -75,7 +75,11 @@
     (ptr, value, count, stream))                                                                 \
   X(cudaError_t, cudaMemcpyAsync,                                                                \
     (void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream),        \
-    (dst, src, count, kind, stream))
+    (dst, src, count, kind, stream))                                                             \
+  /* What CCCL's device-wide algorithms (cub::Device*, thrust on a stream) call */               \
+  X(cudaError_t, cudaGetDeviceCount, (int* count), (count))                                      \
+  X(cudaError_t, cudaSetDevice, (int device), (device))                                          \
+  X(cudaError_t, cudaStreamSynchronize, (cudaStream_t stream), (stream))
 
 namespace tf_onthefly {
 
