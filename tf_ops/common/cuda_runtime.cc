@@ -7,15 +7,10 @@
 #include "tf_ops/common/cuda_runtime.h"
 
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 
 #include <string>
 
-// dlopen & co. moved into libc with new versions in glibc 2.34; bind to the versions every
-// glibc since 2.2.5 has, so the library keeps its manylinux tag (docs/packaging.md).
-__asm__(".symver dlopen,dlopen@GLIBC_2.2.5");
-__asm__(".symver dlsym,dlsym@GLIBC_2.2.5");
-__asm__(".symver dlerror,dlerror@GLIBC_2.2.5");
+#include "tf_ops/common/dlfcn_compat.h"
 
 namespace tf_onthefly {
 namespace {

@@ -22,8 +22,6 @@
 #define EIGEN_USE_GPU
 #endif
 
-#include <dlfcn.h>
-
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -41,6 +39,7 @@
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/framework/tensor_shape.h"
 #include "tensorflow/core/framework/types.h"
+#include "tf_ops/common/dlfcn_compat.h"
 #include "tf_ops/common/tf_glue.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
