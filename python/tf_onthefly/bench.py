@@ -89,7 +89,8 @@ DEFAULT_SETTINGS = {
     "cpu": [("fit1", False), ("fit64", False)],
     "gpu": [("fit1", False), ("fit64", False), ("fit64", True)],
 }
-CHUNKS = 8  # timed chunks per path and round (plus one discarded)
+PASSES = 3  # turns of every path per round, the order reversed each turn
+CHUNKS = 3  # timed chunks per turn (after one discarded)
 LIMIT = 1.15  # a ratio above this, left after re-measuring, is a measurement problem
 
 EXTRA_PATHS = {}  # name -> dict(make, in_step, candidate): see register_path
@@ -193,19 +194,6 @@ def _dataset(cfg, path):
     return data.from_python(lambda: iter(lambda: cfg["numpy"](rng), None), sig, prefetch=path == "numpy+prefetch")
 
 
-class _Stamps(tf.keras.callbacks.Callback):
-    """The clock at the end of every execution of fit (one per steps_per_execution steps).
-    A batch-end hook makes keras wait for the execution's loss, so the stamps follow the
-    device."""
-
-    def __init__(self, clock):
-        super().__init__()
-        self.clock, self.stamps = clock, []
-
-    def on_train_batch_end(self, batch, logs=None):
-        self.stamps.append(self.clock())
-
-
 class _Runner:
     """One row's training loop. `granule` steps per call; `calls` calls per timed chunk
     (set by `calibrate`). chunk_times(n) runs n + 1 chunks and returns the durations of
@@ -214,10 +202,12 @@ class _Runner:
     calls = 1
 
     def calibrate(self, seconds):
-        """Warms up (traces, compiles) and sizes a chunk to about seconds / (CHUNKS + 1)."""
+        """Warms up (traces, compiles) and sizes a chunk so that a round's PASSES turns of
+        CHUNKS + 1 chunks last about `seconds`."""
         self._times(2, 1)  # trace, compile, warm up
         per_call = statistics.median(self._times(3, 1))
-        self.calls = max(1, round(seconds / (CHUNKS + 1) / max(per_call, 1e-6)))
+        self.calls = max(1, round(seconds / (PASSES * (CHUNKS + 1)) / max(per_call, 1e-6)))
+        self._times(1, self.calls)  # a first turn at the final size, untimed
         return self.calls * self.granule
 
     @property
@@ -232,8 +222,11 @@ class _Runner:
 
 
 class _FitRunner(_Runner):
-    """model.fit, as a user of that path would write it; chunks timed from inside fit (a
-    callback's clock), so fit's own set-up per call is outside the chunks."""
+    """model.fit's steps, as a user of that path would write them: the model compiled with
+    steps_per_execution and jit_compile, trained once by model.fit (which builds it and its
+    train function); then timed as fit runs them, one call of the model's train function per
+    execution on one iterator of the dataset, without fit's own set-up per call, so the
+    paths can take turns chunk by chunk."""
 
     def __init__(self, cfg, path, steps_per_execution, jit):
         if _in_step(path):
@@ -247,17 +240,29 @@ class _FitRunner(_Runner):
             steps_per_execution=steps_per_execution,
             jit_compile=jit,
         )
-        self.granule = steps_per_execution
+        self.granule, self.iterator = steps_per_execution, None
+
+    def run(self, steps):
+        self.model.fit(
+            self.ds, epochs=1, steps_per_epoch=max(1, steps // self.granule) * self.granule, verbose=0, shuffle=False
+        )
 
     def _times(self, chunks, calls):
-        stamps = _Stamps(time.perf_counter)
-        executions = (chunks + 1) * calls
-        self.model.fit(self.ds, epochs=1, steps_per_epoch=executions * self.granule, verbose=0, callbacks=[stamps])
-        ends = stamps.stamps[calls - 1 :: calls]
-        return [b - a for a, b in zip(ends, ends[1:])][-chunks:]
+        if self.iterator is None:
+            self.run(self.granule)  # fit builds the model and its train function
+            self.iterator = iter(self.ds)
+        train, it = self.model.train_function, self.iterator
+
+        def chunk():
+            for _ in range(calls):
+                logs = train(it)
+            return logs
+
+        # fit reads the loss back after every execution too (its callbacks' logs)
+        return timing.call_times(chunk, chunks, warmup=1, sync=lambda logs: float(logs["loss"]))
 
     def close(self):
-        del self.model, self.ds
+        self.iterator = self.model = self.ds = None
 
 
 class _LoopRunner(_Runner):
@@ -284,6 +289,12 @@ class _LoopRunner(_Runner):
 
             self.call = call
 
+    def run(self, steps):
+        n = tf.constant(self.granule, tf.int64)
+        for _ in range(max(1, steps // self.granule)):
+            out = self.call(n)
+        out.numpy()  # wait for the device
+
     def _times(self, chunks, calls):
         n = tf.constant(self.granule, tf.int64)
 
@@ -298,10 +309,16 @@ class _LoopRunner(_Runner):
         self.iterator = self.call = None
 
 
-def _runner(cfg, path, mode, jit):
+def _make_runner(cfg, path, mode, jit):
     if mode == "loop64":
         return _LoopRunner(cfg, path, 64, jit)
     return _FitRunner(cfg, path, int(mode[len("fit") :]), jit)
+
+
+def _runner(cfg, path, mode, jit):
+    """(run(steps), granule) of one row: run `steps` steps as that row trains (tools use it)."""
+    runner = _make_runner(cfg, path, mode, jit)
+    return runner.run, runner.granule
 
 
 # ---------------------------------------------------------------------------------------
@@ -333,14 +350,18 @@ def measure(runners, rounds, chunks=CHUNKS, base="constant", progress=None, time
     samples = {path: [] for path in runners}  # path -> [(rate, rel_se)] per round
 
     def rounds_of(paths, count, first):
-        for r in range(count):
-            order = paths if (first + r) % 2 == 0 else paths[::-1]
-            for path in order:
+        for r in range(first, first + count):
+            times = {path: [] for path in paths}
+            for turn in range(PASSES):
+                order = paths if (r * PASSES + turn) % 2 == 0 else paths[::-1]
                 if progress:
                     left = f"; about {_duration(time_left())} left" if time_left else ""
-                    progress(f"round {first + r + 1}/{first + count}: {path}{left}")
-                runner = runners[path]
-                samples[path].append(_round_rate(runner.chunk_times(chunks), runner.steps_per_chunk))
+                    what = "all paths" if len(paths) == len(runners) else "again: " + ", ".join(paths)
+                    progress(f"round {r + 1}/{first + count}, turn {turn + 1}/{PASSES} of {what}{left}")
+                for path in order:
+                    times[path] += runners[path].chunk_times(chunks)
+            for path in paths:
+                samples[path].append(_round_rate(times[path], runners[path].steps_per_chunk))
 
     rounds_of(list(runners), rounds, 0)
     stats = {path: _row_stats(samples[path], samples.get(base)) for path in runners}
@@ -403,7 +424,7 @@ def run(config_names, paths, modes, jits, gpu, seconds, rounds=3, progress=print
     settings = settings or [(m, j) for m in modes for j in jits]
     groups = [(c, m, j) for c in config_names for m, j in settings]
     t_start, setup_s, setups, table = time.perf_counter(), 0.0, 0, []
-    per_group_measure = len(paths) * rounds * seconds * (CHUNKS + 1) / CHUNKS
+    per_group_measure = len(paths) * rounds * seconds
 
     for g, (name, mode, jit) in enumerate(groups):
         cfg, runners = all_cfgs[name], {}
@@ -428,7 +449,7 @@ def run(config_names, paths, modes, jits, gpu, seconds, rounds=3, progress=print
                     if made is None:
                         skipped.append(path)
                         continue
-                runner = _runner(cfg, path, mode, jit)
+                runner = _make_runner(cfg, path, mode, jit)
                 runner.calibrate(seconds)
             runners[path] = runner
             setup_s, setups = setup_s + time.perf_counter() - t0, setups + 1
@@ -541,7 +562,7 @@ def _verdict(rows, key):
     elif use == SIMPLE and rows[SIMPLE]["status"] == "same as constant":
         text += f" Input is not the bottleneck: keep {SIMPLE}; the model step sets the pace."
     else:
-        text += f" Use {use}; nothing measured does better."
+        text += f" Use {use}: no other path is measurably faster here."
     return dict(text=text, use=use, gain=gain)
 
 
@@ -762,7 +783,7 @@ def main(argv):
     )
     groups = len(FLAGS.configs) * len(settings)
     described = ", ".join(f"{m} jit {'on' if j else 'off'}" for m, j in settings)
-    estimate = groups * len(paths) * rounds * seconds * (CHUNKS + 1) / CHUNKS
+    estimate = groups * len(paths) * rounds * seconds
     print(
         f"tf_onthefly {tf_onthefly.__version__} bench on {device_name}: {len(FLAGS.configs)} configs x "
         f"{described}, {len(paths)} paths; "
