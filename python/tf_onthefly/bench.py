@@ -1,7 +1,7 @@
 """The main job: measure every input path side by side, and whether input is your bottleneck.
 
-    python -m tf_onthefly.bench                    # the default run: about 4 minutes on 2 CPU cores
-    python -m tf_onthefly.bench --full             # every mode (and XLA on a GPU): the whole matrix
+    python -m tf_onthefly.bench                    # the default run (docs/bench.md: its time)
+    python -m tf_onthefly.bench --full             # every path and mode (and XLA on a GPU)
     bazel run //:bench -- --out=/tmp/bench
 
 For each configuration (the seed model: 16 features, batch 32, a small MLP; a wide one;
@@ -23,20 +23,23 @@ a CNN on procedural_shapes) it trains with each input path, in each execution mo
     off / on        XLA compiles the step (keras jit_compile; for op-in-step the generator
                     op is compiled with it)
 
-The default run covers the choice of path in the modes most programs use (fit1 and fit64;
-on a GPU also fit64 under XLA); `--full` runs every mode and XLA setting.
+The default run covers the choice of path (constant, numpy+prefetch, op-cpu-tfdata,
+op-in-step) in the modes most programs use (fit1 and fit64; on a GPU also fit64 under
+XLA); `--full` runs every path, mode and XLA setting.
 
 How it measures (so that no row can claim the impossible): the paths of one (config,
-mode, jit) are built together, then timed in `--rounds` rounds, path after path (the
-order reversed every other round, so a drifting machine falls on every path alike). In
-each round a path runs a fixed number of steps in chunks of equal size; the first chunk
-(iterator start-up, prefetch buffers filling) is discarded and the round's rate is taken
-at the chunks' lower quartile (a busy machine only adds time). A row's speed against the constant batch is the median of its rounds'
-ratios, with an uncertainty from the rounds (their half range, or the chunks' own
-scatter when larger). A row above the constant batch by more than its uncertainty is
-measured again (more rounds, pooled); if it stays above (or above 1.15x at all), it is
-reported as a measurement problem, never as a speed-up. A difference inside the uncertainty reads "same as
-constant".
+mode, jit) are built together, then timed in `--rounds` rounds. A round gives every path
+three short turns, the order reversed at each turn, so a path's time is spread over the
+round as the constant batch's is and a slow spell of the machine falls on both. A turn
+runs chunks of a fixed number of steps (fit: calls of the model's train function, as fit
+makes them, on one iterator; the loop: calls of its tf.function) and discards the first
+(a prefetch buffer filled while other paths ran); the round's rate is taken at the
+chunks' lower quartile (a busy machine only adds time). A row's speed against the
+constant batch is the median of its rounds' ratios, with an uncertainty from the rounds
+(their half range, or the chunks' own scatter when larger). A row above the constant
+batch by more than its uncertainty is measured again (more rounds, pooled); if it stays
+above (or above 1.15x at all), it is reported as a measurement problem, never as a
+speed-up. A difference inside the uncertainty reads "same as constant".
 
 Outputs: the table (steps/s, samples/s, `vs constant` with its uncertainty, input GB/s,
 what the input costs of the step), a verdict per (config, mode, jit) in plain words, and
@@ -84,7 +87,9 @@ IN_STEP = ("constant", "op-in-step", "tf-stateless")  # paths whose batch is mad
 SIMPLE = "numpy+prefetch"  # the path a program starts with: gains are counted from it
 # The paths the verdict chooses among, simplest first: a simpler path wins a tie.
 CANDIDATES = ["numpy+prefetch", "op-cpu-tfdata", "op-in-step"]
-# The default run: (mode, jit) settings that answer "which path" for most programs.
+# The default run: the paths to choose among (with the bound), in the (mode, jit) settings
+# of most programs; numpy without prefetch, TF's own random ops and loop64 are in --full.
+DEFAULT_PATHS = ["constant", "numpy+prefetch", "op-cpu-tfdata", "op-in-step"]
 DEFAULT_SETTINGS = {
     "cpu": [("fit1", False), ("fit64", False)],
     "gpu": [("fit1", False), ("fit64", False), ("fit64", True)],
@@ -99,10 +104,12 @@ FLAGS = flags.FLAGS
 flags.DEFINE_enum("device", "auto", ["auto", "cpu", "gpu"], "Where the model (and in-step generation) runs.")
 flags.DEFINE_string("out", "bench_out", "Folder for bench.json and bench.png.")
 flags.DEFINE_list("configs", ["seed", "wide", "cnn"], "Configurations to run.")
-flags.DEFINE_list("paths", PATHS, "Input paths to run (and any registered with register_path).")
+flags.DEFINE_list(
+    "paths", [], "Input paths to run, of the built-in ones and any registered (default: the default run's, or all)."
+)
 flags.DEFINE_list("modes", [], "Execution modes to run, of fit1,fit64,loop64 (default: the default run's).")
 flags.DEFINE_list("jit", [], "XLA settings to run, of off,on (default: the default run's).")
-flags.DEFINE_bool("full", False, "Every mode and XLA setting (on a CPU: jit off only).")
+flags.DEFINE_bool("full", False, "Every path, mode and XLA setting (on a CPU: jit off only).")
 flags.DEFINE_float("seconds", 0.0, "Timed seconds per path and round (0: 1).")
 flags.DEFINE_integer("rounds", 3, "Rounds, paths in turn; rows report medians, the uncertainty comes from them.")
 flags.DEFINE_string("profile", "", "module:function returning (dataset, train_step): profile your own pipeline.")
@@ -772,7 +779,7 @@ def main(argv):
     unknown = [p for p in FLAGS.paths if p not in PATHS and p not in EXTRA_PATHS]
     if unknown:
         raise app.UsageError(f"unknown paths {unknown}; known: {PATHS + list(EXTRA_PATHS)}")
-    paths = FLAGS.paths + ([p for p in EXTRA_PATHS if p not in FLAGS.paths] if FLAGS.paths == PATHS else [])
+    paths = FLAGS.paths or (PATHS if FLAGS.full else DEFAULT_PATHS) + list(EXTRA_PATHS)
     seconds = FLAGS.seconds or 1.0
     rounds = max(1, FLAGS.rounds)
     settings = default_settings(gpu, FLAGS.full, FLAGS.modes, [j == "on" for j in FLAGS.jit])
@@ -788,7 +795,7 @@ def main(argv):
         f"tf_onthefly {tf_onthefly.__version__} bench on {device_name}: {len(FLAGS.configs)} configs x "
         f"{described}, {len(paths)} paths; "
         f"{rounds} rounds of {seconds:g} s per path: about {_duration(estimate)} of measuring, plus set-up"
-        + ("" if FLAGS.full else " (--full: every mode)")
+        + ("" if FLAGS.full else " (--full: every path and mode)")
     )
     tty = sys.stdout.isatty()
 
