@@ -203,27 +203,33 @@ def _dataset(cfg, path):
 
 
 class _Runner:
-    """One row's training loop. `granule` steps per call; `calls` calls per timed chunk
-    (set by `calibrate`). chunk_times(n) runs n + 1 chunks and returns the durations of
-    the last n: the first, which holds start-up costs, is discarded."""
+    """One row's training loop. `granule` steps per call; `calls` calls per chunk, and a
+    turn of `discard` untimed chunks then `chunks` timed ones (set by `calibrate`)."""
 
-    calls = 1
+    calls, chunks, discard = 1, CHUNKS, 1
 
     def calibrate(self, seconds):
-        """Warms up (traces, compiles) and sizes a chunk so that a round's PASSES turns of
-        CHUNKS + 1 chunks last about `seconds`."""
-        self._times(2, 1)  # trace, compile, warm up
-        per_call = statistics.median(self._times(3, 1))
-        self.calls = max(1, round(seconds / (PASSES * (CHUNKS + 1)) / max(per_call, 1e-6)))
-        self._times(1, self.calls)  # a first turn at the final size, untimed
+        """Warms up (traces, compiles) and sizes a chunk so that a round's PASSES turns
+        last about `seconds`: CHUNKS + 1 chunks a turn. A path whose single call is longer
+        than that (a slow input feeding 64 steps a call) gets fewer chunks a turn, and no
+        untimed one when even two calls would overrun, so the run stays bounded; a prefetch
+        buffer filled meanwhile then shortens its first call by a few steps of 64."""
+        per_call = min(self._times(2, 1, 1))  # the untimed first call traces and compiles
+        turn = seconds / PASSES
+        self.calls = max(1, round(turn / (CHUNKS + 1) / max(per_call, 1e-6)))
+        if self.calls == 1 and per_call * (CHUNKS + 1) > turn:
+            self.chunks = max(1, min(CHUNKS, int(turn / per_call) - 1))
+            self.discard = 1 if per_call * (self.chunks + 1) <= 2 * turn else 0
+        else:
+            self._times(1, self.calls, 0)  # once at the final size, untimed
         return self.calls * self.granule
 
     @property
     def steps_per_chunk(self):
         return self.calls * self.granule
 
-    def chunk_times(self, chunks):
-        return self._times(chunks, self.calls)
+    def chunk_times(self, chunks=None):
+        return self._times(chunks or self.chunks, self.calls, self.discard)
 
     def close(self):
         pass
@@ -255,7 +261,7 @@ class _FitRunner(_Runner):
             self.ds, epochs=1, steps_per_epoch=max(1, steps // self.granule) * self.granule, verbose=0, shuffle=False
         )
 
-    def _times(self, chunks, calls):
+    def _times(self, chunks, calls, discard):
         if self.iterator is None:
             self.run(self.granule)  # fit builds the model and its train function
             self.iterator = iter(self.ds)
@@ -267,7 +273,7 @@ class _FitRunner(_Runner):
             return logs
 
         # fit reads the loss back after every execution too (its callbacks' logs)
-        return timing.call_times(chunk, chunks, warmup=1, sync=lambda logs: float(logs["loss"]))
+        return timing.call_times(chunk, chunks, warmup=discard, sync=lambda logs: float(logs["loss"]))
 
     def close(self):
         self.iterator = self.model = self.ds = None
@@ -303,7 +309,7 @@ class _LoopRunner(_Runner):
             out = self.call(n)
         out.numpy()  # wait for the device
 
-    def _times(self, chunks, calls):
+    def _times(self, chunks, calls, discard):
         n = tf.constant(self.granule, tf.int64)
 
         def chunk():
@@ -311,7 +317,7 @@ class _LoopRunner(_Runner):
                 out = self.call(n)
             return out
 
-        return timing.call_times(chunk, chunks, warmup=1, sync=lambda out: out.numpy())
+        return timing.call_times(chunk, chunks, warmup=discard, sync=lambda out: out.numpy())
 
     def close(self):
         self.iterator = self.call = None
@@ -339,12 +345,12 @@ def _round_rate(times, steps):
     The rate is taken at the chunks' lower quartile: a busy machine only ever adds time to
     a chunk (another process takes the cores, a cache is cold), so the faster chunks are
     the ones a slow spell spared; a quartile rather than the fastest chunk, so that one
-    lucky chunk does not make the figure.
+    lucky chunk does not make the figure. Its error comes from the same, spared, chunks:
+    the distance from the fastest to the median, over the square root of their number.
     """
-    s = timing.summary(times)
     lower = statistics.quantiles(times, n=4, method="inclusive")[0] if len(times) >= 2 else times[0]
-    # Standard error of a quantile near the median: 1.25 sigma / sqrt(n), sigma from the IQR.
-    return steps / lower, 1.86 * s["spread"] / math.sqrt(s["n"])
+    spread = (statistics.median(times) - min(times)) / lower
+    return steps / lower, spread / math.sqrt(len(times))
 
 
 def measure(runners, rounds, chunks=CHUNKS, base="constant", progress=None, time_left=None):
@@ -363,11 +369,13 @@ def measure(runners, rounds, chunks=CHUNKS, base="constant", progress=None, time
             for turn in range(PASSES):
                 order = paths if (r * PASSES + turn) % 2 == 0 else paths[::-1]
                 if progress:
-                    left = f"; about {_duration(time_left())} left" if time_left else ""
+                    done = min(1.0, (r * PASSES + turn) / (rounds * PASSES))
+                    left = f"; about {_duration(time_left(done))} left" if time_left else ""
                     what = "all paths" if len(paths) == len(runners) else "again: " + ", ".join(paths)
                     progress(f"round {r + 1}/{first + count}, turn {turn + 1}/{PASSES} of {what}{left}")
                 for path in order:
-                    times[path] += runners[path].chunk_times(chunks)
+                    runner = runners[path]
+                    times[path] += runner.chunk_times(getattr(runner, "chunks", chunks))
             for path in paths:
                 samples[path].append(_round_rate(times[path], runners[path].steps_per_chunk))
 
@@ -411,8 +419,10 @@ def _row_stats(own, base):
     ratio = float(np.median(ratios))
     # Between rounds: the half range (a slow spell over a whole window shows up here).
     between = (max(ratios) - min(ratios)) / 2 if len(ratios) > 1 else 0.0
-    # Within rounds: the chunks' scatter, propagated to the ratio, two standard errors.
-    within = 2 * ratio * float(np.median([math.hypot(sa, sb) for (_, sa), (_, sb) in pairs])) / math.sqrt(len(pairs))
+    # Within rounds: the chunks' scatter, propagated to the ratio, two standard errors (for
+    # the base against itself, its own only).
+    ses = [math.hypot(sa, sb) if own is not base else sa for (_, sa), (_, sb) in pairs]
+    within = 2 * ratio * float(np.median(ses)) / math.sqrt(len(pairs))
     out.update(vs_constant=ratio, uncertainty=max(between, within, 0.005 * ratio), round_ratios=ratios)
     return out
 
@@ -439,17 +449,18 @@ def run(config_names, paths, modes, jits, gpu, seconds, rounds=3, progress=print
         cfg, runners = all_cfgs[name], {}
         label = f"[{g + 1}/{len(groups)}] {name} {mode} jit={'on' if jit else 'off'}"
 
-        def time_left(g=g):
+        def time_left(done, g=g):
+            """Seconds left in the run when `done` of this group's rounds are."""
             avg_setup = setup_s / setups if setups else 5.0
             remaining = len(groups) - g - 1
-            return remaining * (per_group_measure + len(paths) * avg_setup) + per_group_measure / 2
+            return remaining * (per_group_measure + len(paths) * avg_setup) + per_group_measure * (1 - done)
 
         skipped = []
         for path in paths:
             if jit and path == "op-in-step" and not _load.HAS_XLA:
                 skipped.append(path)
                 continue
-            progress(f"{label}: building {path}")
+            progress(f"{label}: building {path}; about {_duration(time_left(0.0))} left")
             t0 = time.perf_counter()
             tf.keras.utils.set_random_seed(0)
             with tf.device(device):
