@@ -449,18 +449,23 @@ def run(config_names, paths, modes, jits, gpu, seconds, rounds=3, progress=print
         cfg, runners = all_cfgs[name], {}
         label = f"[{g + 1}/{len(groups)}] {name} {mode} jit={'on' if jit else 'off'}"
 
-        def time_left(done, g=g):
-            """Seconds left in the run when `done` of this group's rounds are."""
+        def time_left(done, to_build=0, g=g):
+            """Seconds left in the run when `done` of this group's rounds are, and
+            `to_build` of its paths are still to be built."""
             avg_setup = setup_s / setups if setups else 5.0
             remaining = len(groups) - g - 1
-            return remaining * (per_group_measure + len(paths) * avg_setup) + per_group_measure * (1 - done)
+            return (
+                remaining * (per_group_measure + len(paths) * avg_setup)
+                + per_group_measure * (1 - done)
+                + to_build * avg_setup
+            )
 
         skipped = []
-        for path in paths:
+        for i, path in enumerate(paths):
             if jit and path == "op-in-step" and not _load.HAS_XLA:
                 skipped.append(path)
                 continue
-            progress(f"{label}: building {path}; about {_duration(time_left(0.0))} left")
+            progress(f"{label}: building {path}; about {_duration(time_left(0.0, len(paths) - i))} left")
             t0 = time.perf_counter()
             tf.keras.utils.set_random_seed(0)
             with tf.device(device):
