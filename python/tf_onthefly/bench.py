@@ -206,20 +206,23 @@ class _Runner:
     """One row's training loop. `granule` steps per call; `calls` calls per chunk, and a
     turn of `discard` untimed chunks then `chunks` timed ones (set by `calibrate`)."""
 
-    calls, chunks, discard = 1, CHUNKS, 1
+    calls, chunks, discard, turns = 1, CHUNKS, 1, PASSES
 
     def calibrate(self, seconds):
         """Warms up (traces, compiles) and sizes a chunk so that a round's PASSES turns
         last about `seconds`: CHUNKS + 1 chunks a turn. A path whose single call is longer
         than that (a slow input feeding 64 steps a call) gets fewer chunks a turn, and no
-        untimed one when even two calls would overrun, so the run stays bounded; a prefetch
-        buffer filled meanwhile then shortens its first call by a few steps of 64."""
-        per_call = min(self._times(2, 1, 1))  # the untimed first call traces and compiles
+        untimed one when even two calls would overrun, and a call longer than `seconds`
+        runs once a round, so the run stays bounded; a prefetch buffer filled meanwhile then
+        shortens its call by a few steps of 64."""
+        per_call = min(self._times(1, 1, 1))  # the untimed first call traces and compiles
         turn = seconds / PASSES
         self.calls = max(1, round(turn / (CHUNKS + 1) / max(per_call, 1e-6)))
         if self.calls == 1 and per_call * (CHUNKS + 1) > turn:
             self.chunks = max(1, min(CHUNKS, int(turn / per_call) - 1))
             self.discard = 1 if per_call * (self.chunks + 1) <= 2 * turn else 0
+            # A call longer than a whole round's budget: one turn a round, its middle one.
+            self.turns = PASSES if per_call <= seconds else 1
         else:
             self._times(1, self.calls, 0)  # once at the final size, untimed
         return self.calls * self.granule
@@ -375,6 +378,8 @@ def measure(runners, rounds, chunks=CHUNKS, base="constant", progress=None, time
                     progress(f"round {r + 1}/{first + count}, turn {turn + 1}/{PASSES} of {what}{left}")
                 for path in order:
                     runner = runners[path]
+                    if getattr(runner, "turns", PASSES) == 1 and turn != PASSES // 2:
+                        continue
                     times[path] += runner.chunk_times(getattr(runner, "chunks", chunks))
             for path in paths:
                 samples[path].append(_round_rate(times[path], runners[path].steps_per_chunk))
