@@ -565,14 +565,14 @@ def _verdict(rows, key):
         if path == "constant":
             continue
         if r["status"] == "measurement problem":
-            costs.append(f"{path}: measurement problem")
+            costs.append(f"not measurable on this machine with {path}")
         elif r["status"] == "same as constant":
-            costs.append(f"{path} nothing measurable")
+            costs.append(f"none measurable with {path}")
         else:
-            costs.append(f"{path} {r['input_share']:.0%}")
+            costs.append(f"{round(100 * r['input_share'])} % with {path}")
     candidates = [p for p in CANDIDATES + [p for p, e in EXTRA_PATHS.items() if e["candidate"]] if p in rows]
     candidates = [p for p in candidates if rows[p]["status"] != "measurement problem"]
-    text = f"{where}: the input costs of the step {', '.join(costs)}."
+    text = f"{where}: the input's share of the step is {', '.join(costs)}."
     if not candidates:
         return dict(text=text, use=None, gain=None)
     best = max(candidates, key=lambda p: rows[p]["vs_constant"])
