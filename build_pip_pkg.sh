@@ -2,13 +2,15 @@
 # Builds the tf-onthefly wheel into DEST (default: dist), one wheel for every TensorFlow in
 # tf_ops/tf_versions.bzl (docs/packaging.md):
 #
-#   bash build_pip_pkg.sh dist && pip install dist/*.whl   (runs ./configure.sh if needed)
+#   bash build_pip_pkg.sh dist && pip install "$(ls dist/*.whl)[gpu]"   (or [cpu]: tensorflow-cpu)
+#   (runs ./configure.sh if needed)
 #
-# 1. For each TensorFlow version: its headers and libraries (tools/tf_release.sh, cached),
+# 1. For each TensorFlow version: its headers and libraries (tools/build/tf_release.sh, cached),
 #    then `bazel build` of the op library against them: _ops_tf<major>_<minor>.so. The GPU
 #    kernels (libtf_onthefly_kernels.so, no TensorFlow headers) compile once and serve all.
 # 2. The package (the configured TensorFlow's build), every op library, _variants.py listing
-#    them, written into a wheel by tools/build_wheel.py.
+#    them, staged with pyproject.toml and setup.py and written into a wheel by setuptools
+#    (pip wheel --no-build-isolation: offline).
 # 3. auditwheel repair: checks the libraries' symbol versions and tags the wheel manylinux;
 #    TensorFlow's libraries are never bundled (each op library uses the ones TensorFlow has
 #    loaded).
@@ -28,7 +30,7 @@ trap 'rm -rf "$tmp"' EXIT
 pkg=bazel-bin/python/tf_onthefly
 build() { bazel build "$@" >"$tmp/bazel.log" 2>&1 || { cat "$tmp/bazel.log" >&2; exit 1; }; }
 for v in $versions; do
-  release=$(tools/tf_release.sh "$v")
+  release=$(tools/build/tf_release.sh "$v")
   echo "op library for TensorFlow $v" >&2
   build --repo_env=TF_HEADER_DIR="$release/include" --repo_env=TF_SHARED_LIBRARY_DIR="$release" \
         --repo_env=TF_VERSION="$v" //python/tf_onthefly:ops_so //python/tf_onthefly:variants
@@ -47,9 +49,22 @@ with open(f"{sys.argv[1]}/_variants.py", "w") as f:
     f.write(f"VARIANTS = {variants!r}\n")
 PY
 version=$(sed -n 's/^__version__ = "\(.*\)"/\1/p' python/tf_onthefly/_version.py)
-"$PYTHON" tools/build_wheel.py --out "$tmp/raw" python/tf_onthefly/*.py "$pkg/_build_info.py" \
-  "$pkg/libtf_onthefly_kernels.so" "$tmp"/_ops_tf*.so "$tmp/_variants.py" >/dev/null
-chmod u+w "$tmp"/raw/*.whl
+# The staging folder setuptools builds from: pyproject.toml, setup.py, README, LICENSE and
+# the package with every library (setup.py reads the version and TensorFlow range there).
+stage="$tmp/stage"
+mkdir -p "$stage/tf_onthefly"
+cp pyproject.toml setup.py README.md LICENSE "$stage/"
+cp python/tf_onthefly/*.py "$pkg/_build_info.py" "$pkg/libtf_onthefly_kernels.so" "$tmp"/_ops_tf*.so \
+  "$tmp/_variants.py" "$stage/tf_onthefly/"
+# The counter contract's C++ headers, for code compiled against the installed wheel
+# (tf_onthefly.include_dir()).
+mkdir -p "$stage/tf_onthefly/include/tf_ops/common"
+cp tf_ops/common/philox.h tf_ops/common/uniform.h "$stage/tf_onthefly/include/tf_ops/common/"
+chmod -R u+w "$stage"
+# No build isolation: setuptools and wheel from requirements.txt, so it works offline.
+# SOURCE_DATE_EPOCH fixes the zip's timestamps: the same inputs give the same wheel bytes.
+SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1767225600} "$PYTHON" -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps \
+  -w "$tmp/raw" "$stage" >"$tmp/log" 2>&1 || { cat "$tmp/log" >&2; exit 1; }
 mkdir -p "$DEST"
 "$PYTHON" -m auditwheel repair --exclude libtensorflow_framework.so.2 --exclude libtensorflow_cc.so.2 \
   --exclude libtf_onthefly_kernels.so --plat "$PLAT" -w "$DEST" "$tmp"/raw/*.whl >"$tmp/log" 2>&1 \

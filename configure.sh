@@ -7,8 +7,8 @@
 #   PYTHON_BIN_PATH=/path/python ./configure.sh
 #
 # What it does (docs/build.md explains why each piece is needed):
-#   1. Debian: bazel-bootstrap (Bazel 4.2.3), clang-16 (the CUDA compiler) and clang-format-16,
-#      if missing.
+#   1. Debian, if missing: bazel-bootstrap (Bazel 4.2.3), clang-16 (the CUDA compiler),
+#      clang-format-16 and shellcheck (the format check).
 #   2. PyPI: tensorflow (the version asked for, default the newest of tf_ops/tf_versions.bzl)
 #      and requirements.txt into the Python Bazel will use.
 #   3. PyPI: the CUDA 12 ptxas/libdevice and CUDA 13 fatbinary, into a tools folder.
@@ -44,6 +44,7 @@ missing=()
 command -v bazel >/dev/null 2>&1 || missing+=(bazel-bootstrap)
 command -v clang++-16 >/dev/null 2>&1 || missing+=(clang-16)
 command -v clang-format-16 >/dev/null 2>&1 || missing+=(clang-format-16)
+command -v shellcheck >/dev/null 2>&1 || missing+=(shellcheck)
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing ${missing[*]} (apt)"
   export DEBIAN_FRONTEND=noninteractive

@@ -1,5 +1,5 @@
-"""The bench: its measurement under a fake, noisy clock; the main job end to end (tiny
-timings: no timed assertions); profile_input."""
+"""The input benchmark: its measurement under a fake, noisy clock; the benchmark end to end
+(tiny timings: no timed assertions); profile_input."""
 
 import json
 import math

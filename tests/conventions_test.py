@@ -1,6 +1,6 @@
 """Repository conventions every generator follows, so adding one is a change in one place:
 its own files (tf_ops/<name>/, python/tf_onthefly/<name>.py, tests/<name>_test.py), one line
-in tf_ops/generators.bzl, and docs/ops.md regenerated (tools/gen_ops_doc.py)."""
+in tf_ops/generators.bzl, and docs/ops.md regenerated (tools/docs/gen_ops_doc.py)."""
 
 import ast
 import os
@@ -79,7 +79,7 @@ class ConventionsTest(tf.test.TestCase):
         self.assertEqual(
             gen_ops_doc.render(),
             _read("docs", "ops.md"),
-            msg="docs/ops.md is not current: run python3 tools/gen_ops_doc.py",
+            msg="docs/ops.md is not current: run python3 tools/docs/gen_ops_doc.py",
         )
 
 

@@ -19,9 +19,7 @@ def teacher(step):
     return tf_onthefly.teacher_task(128, 16, seed=SEED, step=step, task_seed=1)
 
 
-def make_model():
-    tf.keras.utils.set_random_seed(0)
-    return models.mlp(16, 4, hidden=(32,))
+make_model = device_util.make_model
 
 
 def compile_(model, **kwargs):

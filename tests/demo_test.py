@@ -1,4 +1,4 @@
-"""The README's main job runs end to end (a few steps, on the test's device)."""
+"""The README's demo runs end to end (a few steps, on the test's device)."""
 
 import math
 

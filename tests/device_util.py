@@ -24,6 +24,14 @@ def device() -> str:
     return FLAGS.test_device
 
 
+def make_model() -> tf.keras.Model:
+    """The small model the training-path tests train: 16 -> 32 -> 4, the same weights every call."""
+    from tf_onthefly import models
+
+    tf.keras.utils.set_random_seed(0)
+    return models.mlp(16, 4, hidden=(32,))
+
+
 class DeviceTestCase(tf.test.TestCase):
     """Runs each test under tf.device(--test_device); skips GPU variants without a GPU."""
 

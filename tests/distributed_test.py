@@ -27,7 +27,7 @@ tf.config.set_logical_device_configuration(
 
 from multiworker_worker import GLOBAL, gen  # noqa: E402
 
-from tf_onthefly import data, models  # noqa: E402
+from tf_onthefly import data  # noqa: E402
 
 import device_util  # noqa: E402
 
@@ -37,9 +37,7 @@ def devices():
     return [d.name for d in tf.config.list_logical_devices(kind)][:2]
 
 
-def make_model():
-    tf.keras.utils.set_random_seed(0)
-    return models.mlp(16, 4, hidden=(32,))
+make_model = device_util.make_model
 
 
 class MirroredTest(device_util.DeviceTestCase):

@@ -1,6 +1,7 @@
 """Every GPU kernel of every registered generator once per example (the examples cover
 tails, ragged rows, shards and empty shards), as TF kernels and under XLA, for
-compute-sanitizer (memcheck / racecheck) on the lent GPU:
+compute-sanitizer (memcheck / racecheck) on a GPU host
+(`tools/testing/gpu_run.py ... sanitize` runs both):
 
     compute-sanitizer --tool memcheck python3 tests/gpu_sanitizer_smoke.py
 

@@ -50,7 +50,8 @@ class SdkTest(device_util.DeviceTestCase):
         if device_util.device() != "gpu":
             self.skipTest("GPU-only")
         with self.assertRaisesRegex(
-            tf.errors.InternalError, r"OnTheFly>SdkTestGpuOnlyFill: launching its GPU kernel failed: .*cudaErrorInvalidConfiguration"
+            tf.errors.InternalError,
+            r"OnTheFly>SdkTestGpuOnlyFill: launching its GPU kernel failed: .*cudaErrorInvalidConfiguration",
         ):
             LIB.on_the_fly_sdk_test_gpu_only_fill(**common(8), fail=1)
         with self.assertRaisesRegex(tf.errors.InternalError, r"OnTheFly>SdkTestGpuOnlyFill \(under XLA\)"):
@@ -61,11 +62,13 @@ class SdkTest(device_util.DeviceTestCase):
         if device_util.device() != "gpu":
             self.skipTest("GPU-only")
         with self.assertRaisesRegex(
-            tf.errors.ResourceExhaustedError, r"OnTheFly>SdkTestGpuOnlyFill: scratch memory of 1152921504606846976 bytes"
+            tf.errors.ResourceExhaustedError,
+            r"OnTheFly>SdkTestGpuOnlyFill: scratch memory of 1152921504606846976 bytes",
         ):
             LIB.on_the_fly_sdk_test_gpu_only_fill(**common(8), fail=2)
         with self.assertRaisesRegex(
-            tf.errors.ResourceExhaustedError, r"OnTheFly>SdkTestGpuOnlyFill: scratch memory of 1152921504606846976 bytes"
+            tf.errors.ResourceExhaustedError,
+            r"OnTheFly>SdkTestGpuOnlyFill: scratch memory of 1152921504606846976 bytes",
         ):
             tf.function(lambda: LIB.on_the_fly_sdk_test_gpu_only_fill(**common(8), fail=2), jit_compile=True)()
         self.assertAllEqual(LIB.on_the_fly_sdk_test_gpu_only_fill(**common(4)), np.arange(4))
@@ -81,7 +84,9 @@ class SdkTest(device_util.DeviceTestCase):
         self.assertAllEqual(s, np.cumsum(k, axis=1))
         if device_util.device() == "gpu":
             for jit in (False, True):
-                gk, gs = tf.function(lambda: LIB.on_the_fly_sdk_test_cccl_sort(**common(64, 3, 40, step=5)), jit_compile=jit)()
+                gk, gs = tf.function(
+                    lambda: LIB.on_the_fly_sdk_test_cccl_sort(**common(64, 3, 40, step=5)), jit_compile=jit
+                )()
                 self.assertIn("GPU", gk.device)
                 self.assertAllEqual(gk, k)
                 self.assertAllEqual(gs, s)
@@ -107,7 +112,6 @@ class SdkTest(device_util.DeviceTestCase):
                 cpu = LIB.on_the_fly_sdk_test_add_rows(rows=rows, width=4, **common(9, 3, 3))
             self.assertAllEqual(part, cpu)
 
-
     def test_launcher_and_per_sample_forms_agree(self):
         """drift_walk's block-cooperative launch and its Generate run by the SDK's per-sample
         kernel write the same walks and labels, bit for bit, whole batch and shard, walks of
@@ -117,9 +121,12 @@ class SdkTest(device_util.DeviceTestCase):
             args = dict(up_probability=up, length=length, **common(12, 5, 6, step=3))
             want = tf_onthefly.drift_walk(12, length, up, [1, 2], 3, first_sample=5, num_samples=6)
             for jit in (False, True):
-                walks, labels = tf.function(lambda: LIB.on_the_fly_sdk_test_per_sample_drift_walk(**args), jit_compile=jit)()
+                walks, labels = tf.function(
+                    lambda: LIB.on_the_fly_sdk_test_per_sample_drift_walk(**args), jit_compile=jit
+                )()
                 self.assertAllEqual(walks, want[0])
                 self.assertAllEqual(labels, want[1])
+
 
 if __name__ == "__main__":
     tf.test.main()

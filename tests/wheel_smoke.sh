@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Builds the wheel (an op library per supported TensorFlow), installs it into fresh virtual
-# environments with the oldest and the newest supported TensorFlow (from PyPI, nothing of the
-# source tree) and runs the smoke test there (tests/wheel_smoke.py), then checks that an
-# unsupported TensorFlow gets an ImportError naming the supported range. Run by .ci/run;
-# the GPU variant: tools/gpu_session.sh, recorded in docs/benchmarks.md.
+# Builds the wheel (an op library per supported TensorFlow) and installs it, from PyPI and
+# nothing of the source tree, into two fresh virtual environments that cover both ends of
+# the supported range and both TensorFlow builds:
+#   - the oldest supported TensorFlow, its standard (GPU-capable) build: wheel[gpu];
+#   - the newest, as tensorflow-cpu (CPU-only: no CUDA runtime in the process): wheel[cpu],
+#     which must not pull in the `tensorflow` distribution.
+# In each: `tf-onthefly info` / `python -m tf_onthefly.info` (the GPU kernels usable, or not
+# and why), and tests/wheel_smoke.py (every generator's golden outputs, model.fit, XLA).
+# Then an unsupported TensorFlow must get an ImportError naming the supported range. Run by
+# .ci/run; the GPU variant: tools/testing/gpu_run.py ... smoke (docs/packaging.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
@@ -11,20 +16,35 @@ trap 'rm -rf "$work"' EXIT
 bash build_pip_pkg.sh "$work/dist" >/dev/null
 wheel=$(ls "$work"/dist/tf_onthefly-*.whl)
 echo "wheel: $(basename "$wheel") ($(du -k "$wheel" | cut -f1) KiB)"
-versions=($(python3 -c "exec(open('tf_ops/tf_versions.bzl').read()); print(TF_VERSIONS[0], TF_VERSIONS[-1])"))
+read -r oldest newest < <(python3 -c "exec(open('tf_ops/tf_versions.bzl').read()); print(TF_VERSIONS[0], TF_VERSIONS[-1])")
 export TF_CPP_MIN_LOG_LEVEL=2
-for v in "${versions[@]}"; do
-  python3 -m venv "$work/venv-$v"
-  py="$work/venv-$v/bin/python"
-  "$py" -m pip install -q --disable-pip-version-check "tensorflow==$v" "$wheel"
-  echo "== TensorFlow $v"
-  (cd "$work" && "$py" -m tf_onthefly.info && "$py" "$OLDPWD/tests/wheel_smoke.py")
+# venv name, TensorFlow requirement, the wheel's extra, what info must say of the GPU kernels
+setups=(
+  "gpu-$oldest|tensorflow==$oldest|gpu|GPU kernels +yes: CUDA runtime from libtensorflow_framework"
+  "cpu-$newest|tensorflow-cpu==$newest|cpu|GPU kernels +not available: .*CPU-only TensorFlow"
+)
+for setup in "${setups[@]}"; do
+  IFS='|' read -r name requirement extra gpu_kernels <<<"$setup"
+  venv="$work/venv-$name"
+  python3 -m venv "$venv"
+  py="$venv/bin/python"
+  "$py" -m pip install -q --disable-pip-version-check "$requirement" "${wheel}[$extra]"
+  echo "== $requirement, tf_onthefly[$extra]"
+  if [ "$extra" = cpu ] && "$py" -m pip show -q tensorflow >/dev/null 2>&1; then
+    echo "FAIL: installing tf_onthefly[cpu] next to tensorflow-cpu pulled in tensorflow"; exit 1
+  fi
+  # The console script in one, python -m in the other: both serve users of the wheel.
+  info=$(cd "$work" && if [ "$extra" = cpu ]; then "$venv/bin/tf-onthefly" info; else "$py" -m tf_onthefly.info; fi)
+  echo "$info"
+  echo "$info" | grep -Eq "$gpu_kernels" || { echo "FAIL: info does not say '$gpu_kernels'"; exit 1; }
+  (cd "$work" && "$py" "$OLDPWD/tests/wheel_smoke.py")
 done
-# An unsupported TensorFlow (faked in a fresh interpreter): ImportError at import, naming the range.
-py="$work/venv-${versions[-1]}/bin/python"
+# An unsupported TensorFlow (faked in a fresh interpreter): ImportError at import, naming the
+# range and the installed TensorFlow's own distribution (tensorflow-cpu here).
+py="$work/venv-cpu-$newest/bin/python"
 out=$(cd "$work" && "$py" -c "import tensorflow as tf; tf.__version__ = '2.15.1'; import tf_onthefly" 2>&1 || true)
 echo "$out" | grep -q "ImportError: tf_onthefly has op libraries for TensorFlow 2.16 to 2.21" \
   || { echo "unsupported version not reported as expected:"; echo "$out"; exit 1; }
-echo "$out" | grep -q "pip install 'tensorflow>=2.16,<2.22'" || { echo "no fix named: $out"; exit 1; }
-echo "unsupported check: $(echo "$out" | grep ImportError)"
+echo "$out" | grep -q "pip install 'tensorflow-cpu>=2.16,<2.22'" || { echo "no fix named: $out"; exit 1; }
+echo "unsupported check: $(echo "$out" | grep "^ImportError")"
 echo "wheel smoke test: OK"

@@ -74,6 +74,13 @@ def otf_op_library(name, srcs, gpu_srcs = [], hdrs = [], deps = []):
         visibility = ["//visibility:public"],
     )
 
+    # The family's headers alone, for test generators built from the same structs.
+    native.filegroup(
+        name = name + "_hdrs",
+        srcs = hdrs,
+        visibility = ["//visibility:public"],
+    )
+
     # The family's source text, for tests and docs that quote it.
     native.filegroup(
         name = name + "_files",
@@ -83,14 +90,15 @@ def otf_op_library(name, srcs, gpu_srcs = [], hdrs = [], deps = []):
 
 def otf_kernels_library(name, objects):
     """The GPU kernels of every family (their CUDA objects), linked once. It includes no
-    TensorFlow header and needs only the CUDA runtime entry points, which every supported
-    TensorFlow's libtensorflow_framework.so.2 exports, so one copy serves every TensorFlow
-    version's op library."""
+    TensorFlow header and links no TensorFlow library: its CUDA runtime calls go through
+    //tf_ops/common:cuda_runtime, which finds the runtime at load time (TensorFlow's, where
+    the GPU build exports it; none with tensorflow-cpu, and the library loads all the same).
+    So one copy serves every TensorFlow version's op library, GPU build or CPU-only."""
     native.cc_binary(
         name = name,
         linkshared = 1,
         srcs = objects,
-        deps = ["@local_config_tf//:libtensorflow_framework"],
+        deps = ["//tf_ops/common:cuda_runtime"],
         linkopts = ["-Wl,-z,defs", "-Wl,-soname," + name],
         visibility = ["//visibility:public"],
     )

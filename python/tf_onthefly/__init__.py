@@ -14,4 +14,17 @@ from tf_onthefly._version import __version__
 load_generators()
 globals().update(GENERATORS)
 
-__all__ = sorted(GENERATORS) + ["GENERATORS", "REGISTRY", "data", "__version__"]
+
+def include_dir() -> str:
+    """The folder of the C++ headers the wheel ships (`tf_ops/common/philox.h`, `uniform.h`:
+    the counter contract's Philox and number mappings), for code compiled against an
+    installed wheel: `-I$(python -c 'import tf_onthefly; print(tf_onthefly.include_dir())')`.
+    In a source checkout, the repository's root."""
+    import os
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    shipped = os.path.join(here, "include")
+    return shipped if os.path.isdir(shipped) else os.path.dirname(os.path.dirname(here))
+
+
+__all__ = sorted(GENERATORS) + ["GENERATORS", "REGISTRY", "data", "include_dir", "__version__"]

@@ -116,8 +116,11 @@ def input_tensor(value, arg: str, dtype: tf.DType) -> tf.Tensor:
             refuse(arg, f"must be {dtype.name} integers, got {array.dtype} values")
         info = np.iinfo(dtype.as_numpy_dtype)
         if array.size and (array.min() < info.min or array.max() > info.max):
-            refuse(arg, f"must be {dtype.name} integers in [{info.min}, {info.max}], got values in "
-                   f"[{array.min()}, {array.max()}]")
+            refuse(
+                arg,
+                f"must be {dtype.name} integers in [{info.min}, {info.max}], got values in "
+                f"[{array.min()}, {array.max()}]",
+            )
         return tf.constant(array.astype(dtype.as_numpy_dtype))
     for v in array.ravel():
         float_value(v, arg)

@@ -1,4 +1,4 @@
-"""The main job: measure every input path side by side, and whether input is your bottleneck.
+"""The input benchmark: measure every input path side by side, and whether input is your bottleneck.
 
     python -m tf_onthefly.bench                    # the default run (docs/bench.md: its time)
     python -m tf_onthefly.bench --full             # every path and mode (and XLA on a GPU)

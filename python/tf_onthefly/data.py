@@ -16,11 +16,16 @@
    The position in the data is the model's own `data_step` variable: tf.train.Checkpoint
    and Keras BackupAndRestore save it with the weights, so a restored run continues with
    exactly the batches an uninterrupted run would have seen. For custom loops,
-   `DataPosition` is the same counter as a tf.Module.
+   `DataPosition` is the same counter as a tf.Module. `BackupAndRestore` here is Keras's
+   callback with backups that a killed process cannot leave half written.
 
 docs/training.md explains the choices and how path 3 compares with copying batches.
 """
 
+import json
+import os
+import re
+import shutil
 from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
@@ -401,3 +406,107 @@ def _multi_worker_logs(logs):
     if isinstance(tf.distribute.get_strategy(), tf.distribute.MultiWorkerMirroredStrategy):
         return {k: tf.reshape(v, [1]) for k, v in logs.items()}
     return logs
+
+
+class BackupAndRestore(tf.keras.callbacks.BackupAndRestore):
+    """Keras's BackupAndRestore, with backups that survive the process being killed.
+
+        model.fit(data.device_dataset(), epochs=10, steps_per_epoch=1000,
+                  callbacks=[data.BackupAndRestore("/ckpt/run1")])
+
+    The same arguments and behaviour as `tf.keras.callbacks.BackupAndRestore`, except how a
+    backup is written. Keras overwrites `latest.weights.h5` in place and then writes the
+    epoch to a second file: a process killed (SIGKILL, OOM killer, preemption without
+    grace) during the first write leaves a truncated weights file the next run cannot load,
+    and one killed between the two leaves new weights (and a new `data_step`) with the
+    previous epoch, so the resumed run trains an extra epoch. Here each backup is written
+    whole into a temporary directory, its files and the directory are fsynced, and only
+    then is it renamed into place as `backup-<n>` (a rename is atomic) and the older ones
+    removed: a kill at any point leaves the last complete backup, and the restarted run
+    resumes from it exactly (with GeneratorModel, the weights and data position of an
+    uninterrupted run, bit for bit where the kernels are deterministic). What the killed
+    run trained after that backup is trained again. Leftovers of a killed write are
+    removed at the next start.
+
+    Exact resume needs `save_freq="epoch"` (the default): Keras restarts an interrupted
+    epoch from its first batch, so with an integer `save_freq` a restored run trains the
+    steps of the interrupted epoch already backed up once more (the batches stay those of
+    `data_step`, so no batch is repeated, but the run takes more steps than planned).
+    """
+
+    _BACKUP = re.compile(r"^backup-(\d+)$")
+    _TMP_PREFIX = ".tmp-backup-"
+
+    def __init__(self, backup_dir, save_freq="epoch", delete_checkpoint=True):
+        super().__init__(backup_dir, save_freq=save_freq, delete_checkpoint=delete_checkpoint)
+
+    def _backups(self):
+        """(number, path) of every complete backup, oldest first."""
+        if not os.path.isdir(self.backup_dir):
+            return []
+        found = [(int(m.group(1)), name) for name in os.listdir(self.backup_dir) if (m := self._BACKUP.match(name))]
+        return [(n, os.path.join(self.backup_dir, name)) for n, name in sorted(found)]
+
+    def _remove_partial_writes(self):
+        if os.path.isdir(self.backup_dir):
+            for name in os.listdir(self.backup_dir):
+                if name.startswith(self._TMP_PREFIX):
+                    _rmtree(os.path.join(self.backup_dir, name))
+
+    def on_train_begin(self, logs=None):
+        self._remove_partial_writes()
+        self._load_model()
+
+    def _load_model(self):
+        if not self.model.built:
+            raise ValueError(
+                "To use the BackupAndRestore callback, your model must be built before you call `fit()`. "
+                f"Model {self.model} is unbuilt. You can build it beforehand by calling it on a batch of data."
+            )
+        backups = self._backups()
+        if not backups:
+            return
+        latest = backups[-1][1]
+        if self.model.optimizer is not None and not self.model.optimizer.built:
+            self.model.optimizer.build(self.model.trainable_variables)  # its slots exist before loading
+        self.model.load_weights(os.path.join(latest, "latest.weights.h5"))
+        with open(os.path.join(latest, "training_metadata.json")) as f:
+            self.model._initial_epoch = json.load(f)["epoch"]
+
+    def _write_backup(self, directory):
+        """Writes the backup's files into `directory` (not yet visible as a backup)."""
+        self.model.save_weights(filepath=os.path.join(directory, "latest.weights.h5"), overwrite=True)
+        with open(os.path.join(directory, "training_metadata.json"), "w") as f:
+            json.dump({"epoch": self._current_epoch, "batch": self._last_batch_seen}, f)
+
+    def _save_model(self):
+        os.makedirs(self.backup_dir, exist_ok=True)
+        backups = self._backups()
+        number = backups[-1][0] + 1 if backups else 0
+        tmp = os.path.join(self.backup_dir, f"{self._TMP_PREFIX}{number}-{os.getpid()}")
+        _rmtree(tmp)
+        os.makedirs(tmp)
+        self._write_backup(tmp)
+        for name in os.listdir(tmp):
+            _fsync(os.path.join(tmp, name))
+        _fsync(tmp)
+        os.rename(tmp, os.path.join(self.backup_dir, f"backup-{number:012d}"))
+        _fsync(self.backup_dir)  # the rename itself is durable before the old backup goes
+        for _, old in backups:
+            _rmtree(old)
+
+    def on_train_end(self, logs=None):
+        if self.delete_checkpoint and os.path.exists(self.backup_dir):
+            _rmtree(self.backup_dir)
+
+
+def _fsync(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _rmtree(path):
+    shutil.rmtree(path, ignore_errors=True)

@@ -1,9 +1,9 @@
-"""Train the seed model once on batches born inside the step (the bench, //:bench, is the main job).
+"""Train the seed model once on batches born inside the step (//:bench measures every input path).
 
     bazel run //:demo                       # CPU, 300 steps
     bazel run //:demo -- --device=gpu --steps=2000
 
-The seed document's model (Dense layers on 16 features, batch 32) trains on
+The seed model (Dense layers on 16 features, batch 32) trains on
 tf_onthefly.random_batch called inside the tf.function train step, so a batch is
 generated on the step's device and no batch data comes from Python or the host.
 random_batch's labels are independent of its features (a throughput workload): the loss

@@ -1,4 +1,4 @@
-"""Version and build report: python -m tf_onthefly.info"""
+"""Version and build report: tf-onthefly info, python -m tf_onthefly.info"""
 
 import os
 import sys
@@ -23,8 +23,10 @@ def report() -> dict:
             else f"no: the op library for TensorFlow {_load.VARIANT['minor']} has no XLA kernels "
             f"(they need TensorFlow 2.20 or newer); generation runs as TensorFlow kernels"
         )
+        usable, where = _load.gpu_kernels()
+        gpu_kernels = f"yes: CUDA runtime from {where}" if usable else f"not available: {where}"
     except ImportError as e:  # keep reporting: this is what the user needs to see
-        loaded, xla = f"no: {e}", "no"
+        loaded, xla, gpu_kernels = f"no: {e}", "no", "no"
     gpus = tf.config.list_physical_devices("GPU")
     return {
         "tf_onthefly": __version__,
@@ -34,6 +36,7 @@ def report() -> dict:
         ),
         "op library loads": loaded,
         "XLA kernels": xla,
+        "GPU kernels": gpu_kernels,
         "CUDA version of the kernels": _build_info.CUDA_VERSION,
         "GPU architectures compiled in": ", ".join(_build_info.CUDA_ARCHS)
         + f" (+ PTX for {_build_info.CUDA_ARCHS[-1]})",

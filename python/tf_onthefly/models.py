@@ -6,7 +6,7 @@ import tensorflow as tf
 
 
 def mlp(input_dim: int, outputs: int, hidden: Sequence[int] = (64, 64)) -> tf.keras.Model:
-    """Dense ReLU layers on `input_dim` features (the seed document's model by default:
+    """Dense ReLU layers on `input_dim` features (the seed model by default:
     16 -> 64 -> 64 -> 1)."""
     layers = [tf.keras.Input((input_dim,))]
     layers += [tf.keras.layers.Dense(h, activation="relu") for h in hidden]

@@ -1,5 +1,4 @@
-"""Generation rates of the ops next to TensorFlow's random ops, a copy, NumPy and, where they
-are installed, PyTorch, JAX and CuPy, in one run.
+"""Generation rates of the ops next to TensorFlow's random ops, a copy and NumPy, in one run.
 
     python -m tf_onthefly.rates [--mib=256,1024,4096] [--repeats=7] [--unroll=20]
 
@@ -9,25 +8,20 @@ inside one tf.function (distinct steps from a step counter kept where the candid
 it: on the device for our ops, on the host for TF's stateless ops), each output consumed by
 one element; the time per output is the median over `repeats` calls after a
 warm-up, synchronised by fetching the result. NumPy's float32 generators run on one host
-thread into a preallocated array (the CPU yardstick). PyTorch, JAX and CuPy (GPU only, each
-in its own process, before TensorFlow takes the GPU's memory) are timed with their own
-idioms: `unroll` calls back to back, then a synchronisation. Rates count bytes written (the
-copy: read + written). Absolute times mean something only on a GPU.
+thread into a preallocated array (the CPU yardstick). Rates count bytes written (the copy:
+read + written). Absolute times mean something only on a GPU. The same outputs from
+PyTorch, JAX and CuPy: benchmarks/peer_rates.py in the repository (docs/performance.md).
 """
 
 import json
 import os
-import statistics
-import subprocess
-import sys
-import time
 
 import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
 import tf_onthefly
-from tf_onthefly import _load
+from tf_onthefly import _load, timing
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("mib", ["1024"], "Output sizes, MiB of float32.")
@@ -35,7 +29,6 @@ flags.DEFINE_integer("repeats", 7, "Timed calls per candidate (median reported).
 flags.DEFINE_integer("unroll", 20, "Outputs generated per timed call.")
 flags.DEFINE_string("json", "", "Also write the results here.")
 flags.DEFINE_list("only", [], "Measure only candidates whose name contains one of these.")
-flags.DEFINE_bool("peers", True, "On a GPU, also time PyTorch, JAX and CuPy where installed.")
 
 FEATURES = 4096  # random_batch columns; rows follow from the size
 DEVICE_STEPS, HOST_STEPS = "device", "host"  # where a candidate's step counter lives
@@ -116,13 +109,9 @@ def _row(name, moved, seconds_per_output, size):
 
 
 def time_per_output(call, repeats, unroll):
-    """Median over `repeats` of call()'s wall time (call makes `unroll` outputs, synchronised)."""
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - t0) / unroll)
-    return statistics.median(times)
+    """Median over `repeats` of call()'s wall time (call makes `unroll` outputs, synchronised),
+    per output; call() has run once before, so there is no warm-up here."""
+    return timing.summary(timing.call_times(call, repeats, warmup=0))["median"] / unroll
 
 
 def _measure_numpy(name, moved, repeats, unroll):
@@ -144,7 +133,8 @@ def _measure_tf(make, jit, repeats, unroll, steps):
     # (GeneratorModel keeps it on the device): on the GPU for our ops, whose kernels read seed
     # and step in device memory, on the host for TF's stateless ops. A step made on the host
     # for a GPU kernel costs a host-to-device copy per op, which inside TF takes 0.5-0.7 ms
-    # (tools/op_timeline.py --steps_on=cpu; docs/benchmarks.md), more than the kernel.
+    # (benchmarks/op_timeline.py --steps_on=cpu; docs/performance.md, "What one op costs in
+    # a step"), more than the kernel.
     on = "/CPU:0" if steps == HOST_STEPS or not tf.config.list_physical_devices("GPU") else "/GPU:0"
     with tf.device(on):
         counter = tf.Variable(0, dtype=tf.int64)
@@ -166,95 +156,10 @@ def _measure_tf(make, jit, repeats, unroll, steps):
     return time_per_output(lambda: run().numpy(), repeats, unroll)
 
 
-# Each peer in its own process, timed with its own idiom; prints {name: seconds per output}.
-_PEERS = {
-    "torch": """
-import json, statistics, sys, time, torch
-n, repeats, unroll = (int(a) for a in sys.argv[1:4])
-res = {}
-for name, fn in [("torch.rand", torch.rand), ("torch.randn", torch.randn)]:
-    fn(n, device="cuda"); torch.cuda.synchronize()
-    ts = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(unroll):
-            y = fn(n, device="cuda")
-        torch.cuda.synchronize()
-        ts.append((time.perf_counter() - t0) / unroll)
-    res[f"{name} (PyTorch {torch.__version__})"] = statistics.median(ts)
-print(json.dumps(res))
-""",
-    "jax": """
-import json, statistics, sys, time, jax, jax.numpy as jnp
-n, repeats, unroll = (int(a) for a in sys.argv[1:4])
-res = {}
-for name, fn in [("jax.random.uniform", jax.random.uniform), ("jax.random.normal", jax.random.normal)]:
-    f = jax.jit(lambda k, fn=fn: fn(k, (n,), dtype=jnp.float32))
-    key = jax.random.key(0)
-    f(key).block_until_ready()
-    ts = []
-    for r in range(repeats):
-        keys = jax.random.split(jax.random.key(r + 1), unroll)
-        t0 = time.perf_counter()
-        for k in keys:
-            y = f(k)
-        y.block_until_ready()
-        ts.append((time.perf_counter() - t0) / unroll)
-    res[f"{name} (JAX {jax.__version__}, threefry)"] = statistics.median(ts)
-print(json.dumps(res))
-""",
-    "cupy": """
-import json, statistics, sys, time, cupy
-n, repeats, unroll = (int(a) for a in sys.argv[1:4])
-res = {}
-for name, fn in [("cupy.random.random", cupy.random.random), ("cupy.random.standard_normal", cupy.random.standard_normal)]:
-    fn(n, dtype=cupy.float32); cupy.cuda.Device().synchronize()
-    ts = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(unroll):
-            y = fn(n, dtype=cupy.float32)
-        cupy.cuda.Device().synchronize()
-        ts.append((time.perf_counter() - t0) / unroll)
-    res[f"{name} (CuPy {cupy.__version__})"] = statistics.median(ts)
-print(json.dumps(res))
-""",
-}
-
-
-def measure_peers(sizes, repeats, unroll, only=None):
-    """Rows for PyTorch, JAX and CuPy where they import, and notes for those that do not."""
-    rows, notes = [], []
-    env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false")
-    for peer, code in _PEERS.items():
-        if only and not any(o in peer for o in only):
-            continue
-        for size in sizes:
-            try:
-                out = subprocess.run(
-                    [sys.executable, "-c", code, str(size // 4), str(repeats), str(unroll)],
-                    capture_output=True,
-                    text=True,
-                    timeout=600,
-                    env=env,
-                )
-            except subprocess.TimeoutExpired:
-                notes.append(f"{peer}: timed out")
-                break
-            if out.returncode != 0:
-                notes.append(f"{peer}: skipped ({(out.stderr.strip().splitlines() or ['failed'])[-1][:120]})")
-                break
-            for name, seconds in json.loads(out.stdout.strip().splitlines()[-1]).items():
-                rows.append(_row(name, size // 4 * 4, seconds, size))
-    return rows, notes
-
-
-def measure(sizes_mib=(1024,), repeats=7, unroll=20, only=None, peers=False):
+def measure(sizes_mib=(1024,), repeats=7, unroll=20, only=None):
     """Times each candidate at each size; returns (rows, notes)."""
     sizes = [int(m) << 20 for m in sizes_mib]
     rows, notes = [], []
-    if peers:  # first: TensorFlow takes the GPU's memory once it runs
-        rows, notes = measure_peers(sizes, repeats, unroll, only)
     if not _load.HAS_XLA:
         notes.append(f"XLA rows skipped: the op library for TensorFlow {_load.VARIANT['minor']} has no XLA kernels")
     for size in sizes:
@@ -273,7 +178,7 @@ def main(argv):
     del argv
     gpus = tf.config.list_physical_devices("GPU")
     device = tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU") if gpus else "CPU"
-    rows, notes = measure(FLAGS.mib, FLAGS.repeats, FLAGS.unroll, FLAGS.only, peers=FLAGS.peers and bool(gpus))
+    rows, notes = measure(FLAGS.mib, FLAGS.repeats, FLAGS.unroll, FLAGS.only)
     print(
         f"device: {device}; median of {FLAGS.repeats} calls x {FLAGS.unroll} outputs; GB/s = bytes written "
         f"(copy: read + written) / time"

@@ -71,9 +71,8 @@ struct AddRowsGen {
   using Params = AddRowsParams;
   static constexpr int kNumStreams = 1;
   OTF_HD static int64_t ItemsPerSample(const Params& p) { return p.width; }
-  OTF_HD static void Generate(const Params&, const sdk::SampleRng<kNumStreams>& rng,
-                              int64_t item, const sdk::SampleOutputs& out,
-                              const sdk::SampleInputs& in) {
+  OTF_HD static void Generate(const Params&, const sdk::SampleRng<kNumStreams>& rng, int64_t item,
+                              const sdk::SampleOutputs& out, const sdk::SampleInputs& in) {
     const Words4 w = rng.Block(sdk::Stream<0>{}, static_cast<uint32_t>(item / 4));
     out.get<float>(0)[item] = AddRn(in.row<float>(0)[item], UniformFloat(w[item % 4]));
   }
@@ -88,9 +87,8 @@ struct PerSampleDriftWalkGen {
   using Walk = drift_walk::DriftWalkGen;
   static constexpr int kNumStreams = Walk::kNumStreams;
   OTF_HD static int64_t ItemsPerSample(const Params& p) { return Walk::ItemsPerSample(p); }
-  OTF_HD static void Generate(const Params& p, const sdk::SampleRng<kNumStreams>& rng,
-                              int64_t item, const sdk::SampleOutputs& out,
-                              const sdk::SampleInputs& in) {
+  OTF_HD static void Generate(const Params& p, const sdk::SampleRng<kNumStreams>& rng, int64_t item,
+                              const sdk::SampleOutputs& out, const sdk::SampleInputs& in) {
     Walk::Generate(p, rng, item, out, in);
   }
 };

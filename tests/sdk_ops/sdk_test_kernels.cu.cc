@@ -1,9 +1,10 @@
 // GPU code of the SDK's test generators (sdk_test_generators.h).
+#include <thrust/execution_policy.h>
+#include <thrust/transform.h>
+
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cuda/std/limits>
-#include <thrust/execution_policy.h>
-#include <thrust/transform.h>
 
 #include "tests/sdk_ops/sdk_test_generators.h"
 #include "tf_ops/sdk/generator_gpu.cu.h"

@@ -78,8 +78,8 @@ OTF_REGISTER_GENERATOR_OP("OnTheFly>SdkTestPerSampleDriftWalk", PerSampleDriftWa
     .Output("labels: int32")
     .Attr("length: int")
     .Doc("OnTheFly>DriftWalk's walks from the per-sample form of its generator.");
-OTF_REGISTER_GENERATOR_KERNELS(PerSampleDriftWalkConfig,
-                               PerSampleDriftWalkGen)("OnTheFly>SdkTestPerSampleDriftWalk");
+OTF_REGISTER_GENERATOR_KERNELS(PerSampleDriftWalkConfig, PerSampleDriftWalkGen)
+("OnTheFly>SdkTestPerSampleDriftWalk");
 
 }  // namespace sdk_test
 }  // namespace tf_onthefly

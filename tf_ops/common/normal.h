@@ -13,7 +13,7 @@
 // plain + and * must not be contracted: compile with -ffp-contract=off, never -ffast-math.
 //
 // Accuracy: every z0, z1 is within 1.75 ulp of the exact r cos / r sin (proven by
-// tools/normal_accuracy `bound`, 1.742 ulp: the error of each factor over all 2^24 values
+// tests/normal_accuracy `bound`, 1.742 ulp: the error of each factor over all 2^24 values
 // of u1 and of u2, combined over 4096 x 4096 bins of their mantissas, plus every result
 // within 2 ulp below a power of two checked one by one, at most 1.53 ulp); measured 1.46
 // ulp max over 2e8 random values; 85 % of values are the correctly rounded ones.
@@ -34,7 +34,7 @@ namespace tf_onthefly {
 namespace normal_detail {
 
 // -ln(1 - g) = g + g^2 P(g) on g in [0, 1/2]; relative error of the float32 polynomial
-// below 3.81e-9. The constants here are fixed by the contract; tools/normal_accuracy
+// below 3.81e-9. The constants here are fixed by the contract; tests/normal_accuracy
 // `components` measures their errors.
 constexpr float kLogP[9] = {5.000008941e-01f, 3.332632482e-01f,  2.518686056e-01f,
                             1.758752614e-01f, 3.400615156e-01f,  -5.922371149e-01f,
@@ -42,7 +42,7 @@ constexpr float kLogP[9] = {5.000008941e-01f, 3.332632482e-01f,  2.518686056e-01
 constexpr float kNegLn2Exp = -0x1.62e430p-24f;  // -ln 2 / 2^23 (float ln 2: rel. err 2.75e-9)
 // y0 = bits(kRsqrtMagic - bits(L) / 2) is 0.80..0.85 L^-1/2; y0 ((w + A) w + B) with
 // w = L y0^2 is L^-1/2 within 3.3e-5 (a monic quadratic: no constant needs a register;
-// measured by tools/normal_accuracy `components`).
+// measured by tests/normal_accuracy `components`).
 constexpr uint32_t kRsqrtMagic = 0x5F120000u;
 constexpr float kRsqrtA = -2.2539144f, kRsqrtB = 2.2829306f;
 // sqrt2 cos(pi x / 4) = kCm + Q(x^2), sqrt2 sin(pi x / 4) = x (1 + S(x^2)) on x in [-1, 1];

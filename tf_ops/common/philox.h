@@ -7,7 +7,19 @@
 #ifndef TF_ONTHEFLY_COMMON_PHILOX_H_
 #define TF_ONTHEFLY_COMMON_PHILOX_H_
 
+// NVRTC (CuPy's RawModule, a user's Python-authored kernel) has no C++ standard library:
+// the fixed-width types come from the compiler's own, inside this namespace.
+#if defined(__CUDACC_RTC__)
+namespace tf_onthefly {
+using uint16_t = unsigned short;
+using uint32_t = unsigned int;
+using uint64_t = unsigned long long;
+using int32_t = int;
+using int64_t = long long;
+}  // namespace tf_onthefly
+#else
 #include <cstdint>
+#endif
 
 #if defined(__CUDACC__)
 #define OTF_HD __host__ __device__ __forceinline__

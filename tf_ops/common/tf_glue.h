@@ -13,6 +13,7 @@
 #include "tensorflow/core/framework/shape_inference.h"
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/framework/tensor_shape.h"
+#include "tf_ops/common/cuda_runtime.h"
 
 // Returns InvalidArgument(StrCat(message...)) from the enclosing function unless `cond`.
 #define OTF_REQUIRE(cond, ...)                                                 \
@@ -71,12 +72,14 @@ inline absl::Status ScalarShape(tensorflow::shape_inference::InferenceContext* c
       absl::StrCat(name, " must be an int64 scalar, got shape ", c->DebugString(shape)));
 }
 
-// A failed GPU launch as an op error that names the op; never aborts.
+// A failed GPU launch as an op error that names the op; never aborts. The error's text comes
+// through the kernels library's CUDA runtime forwarding (cuda_runtime.h): the op library
+// itself calls no CUDA runtime function, so it loads where TensorFlow has none.
 inline absl::Status GpuLaunchStatus(cudaError_t err, const std::string& op) {
   if (err == cudaSuccess) return absl::OkStatus();
   return absl::InternalError(absl::StrCat(op, ": launching its GPU kernel failed: CUDA error ",
-                                          static_cast<int>(err), " (", cudaGetErrorName(err), ": ",
-                                          cudaGetErrorString(err), ")"));
+                                          static_cast<int>(err), " (",
+                                          CudaErrorText(static_cast<int>(err)), ")"));
 }
 
 }  // namespace tf_onthefly

@@ -2,8 +2,12 @@
 #ifndef TF_ONTHEFLY_COMMON_UNIFORM_H_
 #define TF_ONTHEFLY_COMMON_UNIFORM_H_
 
+// Also compiles under NVRTC (no standard library there; philox.h gives the integer types, and
+// nextafterf is one of CUDA's built-in device functions).
+#if !defined(__CUDACC_RTC__)
 #include <cmath>
 #include <cstdint>
+#endif
 
 #include "tf_ops/common/philox.h"
 
@@ -54,7 +58,7 @@ OTF_HD float UniformInRange(uint32_t w, float low, float range, float high) {
 // the architecture has it (cvt.rn/cvt.rm.f16.f32 everywhere, cvt.rn.bf16.f32 from sm_80,
 // cvt.rm.bf16.f32 from sm_90), which is one instruction instead of ~10-40 in a kernel that
 // is bound by instruction issue. Both give the same bits for every finite float32:
-// tools/kernel_bench checks all 2^32 inputs on the GPU.
+// benchmarks/kernel_bench checks all 2^32 inputs on the GPU.
 enum class Rounding { kNearestEven, kDown };
 
 OTF_HD uint32_t FloatBits(float x) {

@@ -39,8 +39,8 @@ struct DriftWalkGen {
   OTF_HD static void Generate(const Params& p, const sdk::SampleRng<kNumStreams>& rng, int64_t,
                               const sdk::SampleOutputs& out, const sdk::SampleInputs& in) {
     const Words4 c = rng.Block(kClassStream, 0);
-    const int64_t label = static_cast<int64_t>(
-        UniformBelow(c.w0, c.w1, static_cast<uint64_t>(in.size(0))));
+    const int64_t label =
+        static_cast<int64_t>(UniformBelow(c.w0, c.w1, static_cast<uint64_t>(in.size(0))));
     const float up = in.get<float>(0)[label];
     int32_t* walk = out.get<int32_t>(0);
     int32_t position = 0;

@@ -53,9 +53,9 @@ __device__ void TileSteps(PhiloxKey step_key, uint64_t sample, float up, int64_t
 
 // Pass 1 (walks of several tiles): the sum of every tile but the last of each walk.
 __global__ void __launch_bounds__(kThreads)
-    TileSumsKernel(sdk::SeedAndStep seed_step, int64_t first_sample, int64_t rows,
-                   int64_t length, const float* up_probability, int64_t num_classes,
-                   int32_t* tile_sums, int64_t tiles) {
+    TileSumsKernel(sdk::SeedAndStep seed_step, int64_t first_sample, int64_t rows, int64_t length,
+                   const float* up_probability, int64_t num_classes, int32_t* tile_sums,
+                   int64_t tiles) {
   using Reduce = cub::BlockReduce<int32_t, kThreads>;
   __shared__ typename Reduce::TempStorage reduce;
   __shared__ PhiloxKey keys[DriftWalkGen::kNumStreams];
@@ -79,10 +79,11 @@ __global__ void __launch_bounds__(kThreads)
 // Pass 2: the positions of each tile, from the sum of the tiles before it, and the labels.
 __global__ void __launch_bounds__(kThreads)
     WalkKernel(sdk::SeedAndStep seed_step, int64_t first_sample, int64_t rows, int64_t length,
-               const float* up_probability, int64_t num_classes, int32_t* walks,
-               int32_t* labels, const int32_t* tile_sums, int64_t tiles) {
+               const float* up_probability, int64_t num_classes, int32_t* walks, int32_t* labels,
+               const int32_t* tile_sums, int64_t tiles) {
   using Scan = cub::BlockScan<int32_t, kThreads>;
-  using Store = cub::BlockStore<int32_t, kThreads, kItemsPerThread, cub::BLOCK_STORE_WARP_TRANSPOSE>;
+  using Store =
+      cub::BlockStore<int32_t, kThreads, kItemsPerThread, cub::BLOCK_STORE_WARP_TRANSPOSE>;
   __shared__ union {
     typename Scan::TempStorage scan;
     typename Store::TempStorage store;
@@ -135,9 +136,8 @@ cudaError_t LaunchDriftWalks(sdk::SeedAndStep seed_step, int64_t first_sample, i
     if (err != cudaSuccess) return err;
   }
   WalkKernel<<<BlocksFor(rows * tiles), kThreads, 0, stream>>>(seed_step, first_sample, rows,
-                                                               length, up_probability,
-                                                               num_classes, walks, labels,
-                                                               tile_sums, tiles);
+                                                               length, up_probability, num_classes,
+                                                               walks, labels, tile_sums, tiles);
   return cudaGetLastError();
 }
 

@@ -228,16 +228,17 @@ struct GpuCall {
 template <typename Gen, typename = void>
 struct HasGpuLaunch : std::false_type {};
 template <typename Gen>
-struct HasGpuLaunch<Gen, std::void_t<decltype(Gen::Launch(
-                             std::declval<const GpuCall<typename Gen::Params>&>()))>>
+struct HasGpuLaunch<
+    Gen, std::void_t<decltype(Gen::Launch(std::declval<const GpuCall<typename Gen::Params>&>()))>>
     : std::true_type {};
 
 // Whether Gen has a CPU implementation: the struct form's ItemsPerSample and Generate.
 template <typename Gen, typename = void>
 struct HasCpu : std::false_type {};
 template <typename Gen>
-struct HasCpu<Gen, std::void_t<decltype(Gen::ItemsPerSample(
-                       std::declval<const typename Gen::Params&>()))>> : std::true_type {};
+struct HasCpu<
+    Gen, std::void_t<decltype(Gen::ItemsPerSample(std::declval<const typename Gen::Params&>()))>>
+    : std::true_type {};
 
 // Whether XLA may record Gen's GPU launch into a CUDA graph with the fusions around it
 // (XLA command buffers). The SDK's own kernel may: it only launches on the given stream and
@@ -254,11 +255,12 @@ struct CommandBufferCompatible<Gen, std::void_t<decltype(Gen::kCommandBufferComp
 template <typename Gen, typename = void>
 struct TakesInputs : std::false_type {};
 template <typename Gen>
-struct TakesInputs<Gen, std::void_t<decltype(Gen::Generate(
-                            std::declval<const typename Gen::Params&>(),
-                            std::declval<const SampleRng<Gen::kNumStreams>&>(), int64_t{0},
-                            std::declval<const SampleOutputs&>(),
-                            std::declval<const SampleInputs&>()))>> : std::true_type {};
+struct TakesInputs<Gen,
+                   std::void_t<decltype(Gen::Generate(
+                       std::declval<const typename Gen::Params&>(),
+                       std::declval<const SampleRng<Gen::kNumStreams>&>(), int64_t{0},
+                       std::declval<const SampleOutputs&>(), std::declval<const SampleInputs&>()))>>
+    : std::true_type {};
 
 // Optional GPU kernel variants of a struct generator whose Generate branches on Params in
 // ways that cost its inner loop (the kernel is issue-bound):

@@ -38,14 +38,12 @@ constexpr int64_t kAnySize = -2;  // any size >= 1; the generator reads it from 
 // give every value a defined result; docs/ops.md says which for each input.
 struct ValueRule {
   enum Flags : uint64_t { kFinite = 1, kLow = 2, kHigh = 4 };
-  uint64_t flags;  // 64 bits: no padding, so its bytes (an XLA attribute) are all set
+  uint64_t flags;    // 64 bits: no padding, so its bytes (an XLA attribute) are all set
   double low, high;  // inclusive bounds, where flagged
 
   static ValueRule Any() { return {0, 0, 0}; }
   // Finite (for float inputs) and in [low, high].
-  static ValueRule InRange(double low, double high) {
-    return {kFinite | kLow | kHigh, low, high};
-  }
+  static ValueRule InRange(double low, double high) { return {kFinite | kLow | kHigh, low, high}; }
   static ValueRule Finite() { return {kFinite, 0, 0}; }
 };
 
@@ -67,8 +65,7 @@ struct SampleShapes {
     names.push_back(std::move(name));
     dims.push_back(std::move(sample_dims));
   }
-  void AddInput(std::string name, std::vector<int64_t> shape,
-                ValueRule values = ValueRule::Any()) {
+  void AddInput(std::string name, std::vector<int64_t> shape, ValueRule values = ValueRule::Any()) {
     inputs.push_back(InputSpec{std::move(name), std::move(shape), values});
   }
 };
@@ -175,8 +172,7 @@ inline absl::Status CheckInputShape(const InputSpec& spec, bool rank_known,
   for (size_t d = 0; d < shape.size(); ++d)
     absl::StrAppend(&got, d ? ", " : "", shape[d] < 0 ? std::string("?") : absl::StrCat(shape[d]));
   return absl::InvalidArgumentError(absl::StrCat(spec.name, " must have shape ",
-                                                 ShapeString(spec.dims, rows), ", got ", got,
-                                                 "]"));
+                                                 ShapeString(spec.dims, rows), ", got ", got, "]"));
 }
 
 inline std::vector<int64_t> Dims(const tensorflow::TensorShape& shape) {
@@ -210,8 +206,8 @@ inline absl::Status CheckInputValues(const std::string& name, const ValueRule& r
     if (kind == ElementKind::kFloat32) {
       v = static_cast<const float*>(data)[i];
       if ((rule.flags & ValueRule::kFinite) && !std::isfinite(v)) {
-        return absl::InvalidArgumentError(absl::StrCat(name, " must be finite, got ", v,
-                                                       " at flat index ", i));
+        return absl::InvalidArgumentError(
+            absl::StrCat(name, " must be finite, got ", v, " at flat index ", i));
       }
     } else if (kind == ElementKind::kInt32) {
       v = static_cast<const int32_t*>(data)[i];
@@ -220,9 +216,8 @@ inline absl::Status CheckInputValues(const std::string& name, const ValueRule& r
     }
     if (((rule.flags & ValueRule::kLow) && v < rule.low) ||
         ((rule.flags & ValueRule::kHigh) && v > rule.high)) {
-      return absl::InvalidArgumentError(absl::StrCat(name, " must be in [", rule.low, ", ",
-                                                     rule.high, "], got ", v, " at flat index ",
-                                                     i));
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, " must be in [", rule.low, ", ", rule.high, "], got ", v, " at flat index ", i));
     }
   }
   return absl::OkStatus();

@@ -230,8 +230,8 @@ class GeneratorOp : public tensorflow::OpKernel {
         type_string(), ": output ", shapes_.names[i], " needs ",
         out_shapes_[i].num_elements() * tensorflow::DataTypeSize(ctx->expected_output_dtype(i)),
         " bytes (", out_shapes_[i].DebugString(), " ",
-        tensorflow::DataTypeString(ctx->expected_output_dtype(i)), ") on ",
-        ctx->device()->name(), ", more than its allocator can give: ", status.message()));
+        tensorflow::DataTypeString(ctx->expected_output_dtype(i)), ") on ", ctx->device()->name(),
+        ", more than its allocator can give: ", status.message()));
   }
 
   BatchAttrs batch_;

@@ -105,9 +105,8 @@ class GeneratorXlaOp : public tensorflow::XlaOpKernel {
     }
     const std::string config = absl::StrCat(
         "{batch_size = ", batch_.batch_size, " : i64, first_sample = ", first_sample,
-        " : i64, input_names = \"", absl::StrJoin(names, ","),
-        "\", input_rules = ", ByteArray(reinterpret_cast<const char*>(rules.data()),
-                                        rules.size() * sizeof(ValueRule)),
+        " : i64, input_names = \"", absl::StrJoin(names, ","), "\", input_rules = ",
+        ByteArray(reinterpret_cast<const char*>(rules.data()), rules.size() * sizeof(ValueRule)),
         ", op = \"", op_, "\", params = ", ByteArray(params_.data(), params_.size()), "}");
     const xla::XlaOp call = xla::CustomCall(
         ctx->builder(), target_, operands, xla::ShapeUtil::MakeTupleShape(outputs_), config,

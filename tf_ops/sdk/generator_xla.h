@@ -249,8 +249,8 @@ ffi::Error RunCuda(cudaStream_t stream, ffi::ScratchAllocator scratch, ffi::AnyB
   if (call.g.num_samples == 0) return ffi::Error::Success();
   XlaScratch xla_scratch{&scratch};
   const ScratchAllocator allocator(&XlaScratch::Allocate, &xla_scratch);
-  const cudaError_t err = LaunchGenerator<Gen>(
-      GpuCall<typename Gen::Params>{call.params, call.g, call.seed_step, call.in, stream, allocator});
+  const cudaError_t err = LaunchGenerator<Gen>(GpuCall<typename Gen::Params>{
+      call.params, call.g, call.seed_step, call.in, stream, allocator});
   if (xla_scratch.refused_bytes >= 0) {
     return OpError(ffi::ErrorCode::kResourceExhausted, op,
                    absl::StrCat("scratch memory of ", xla_scratch.refused_bytes,

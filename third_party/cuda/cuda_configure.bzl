@@ -10,8 +10,10 @@ root that this rule assembles from pieces that do exist (docs/build.md):
     cuda/bin/fatbinary    a wrapper around PyPI's nvidia-cuda-nvcc 13 fatbinary: clang-16
                           speaks the old --image=profile= dialect that fatbinary 13 dropped
 
-No CUDA runtime is linked: libtensorflow_framework.so.2 exports the runtime entry points
-and forwards them to the libcudart TensorFlow loaded, so the process has one runtime.
+No CUDA runtime is linked: the kernels library's calls go through
+//tf_ops/common:cuda_runtime, which forwards them at load time to the runtime the process has
+(TensorFlow's, whose GPU build exports it), so the process has one runtime; with a CPU-only
+TensorFlow there is none and the GPU kernels are simply not usable.
 """
 
 _ENV = ["OTF_CLANG", "OTF_CUDA_TOOLS", "OTF_CUDA_ARCHS", "OTF_CUDA_HEADERS"]

@@ -1,0 +1,392 @@
+"""Python GPU code into TensorFlow, measured (run on a GPU; docs/interop.md).
+
+    python3 benchmarks/interop.py --ptx bazel-bin/tf_ops/interop/test_kernels.ptx [--out FILE.json]
+
+One kernel, random_batch's default batch bit for bit (uniform [0, 1) float32 features,
+Bernoulli labels; tf_ops/interop/test_kernels.cu, otf_uniform_batch), produced four ways
+side by side in one process:
+  builtin      tf_onthefly.random_batch, the built-in op;
+  ptx-op       the PTX through tf_onthefly.cuda_kernel (OnTheFly>CudaKernel);
+  cupy         CuPy launching the same PTX (cupy.RawModule), outside TensorFlow;
+  cupy-bridge  CuPy launching it, handed to TensorFlow by tf_onthefly.interop.DeviceBridge.
+Parts:
+  rate       1 GiB of features per call, K calls back to back, median per call (target:
+             ptx-op >= 0.95x cupy);
+  step_cost  per step of a graph loop at a tiny batch (32 x 16), where launching is all
+             there is (target: ptx-op within 5 us of builtin);
+  wide       64 MiB batches (65,536 x 256) consumed by a reduction in a tf.function loop:
+             steps/s of cupy-bridge and ptx-op against numpy+prefetch (from_python), the
+             simple path (target: bridge >= 2x numpy+prefetch);
+  copies     host-to-device copies per step of the same loops in a profiler trace (target:
+             none for ptx-op and cupy-bridge; numpy+prefetch is the control).
+--smoke runs every part at toy sizes on any device (host arrays for the bridge, no PTX
+launch without a GPU), to keep the script working where there is no GPU.
+
+`generators(batch, feature_dim, ptx)` gives the step -> (features, labels) functions of the
+new paths ("ptx-op", and "cupy-bridge" where CuPy is installed) for the input benchmark.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+# TensorFlow must leave GPU memory to the other library in the process (docs/interop.md).
+os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+import numpy as np
+import tensorflow as tf
+
+import tf_onthefly
+from tf_onthefly import data, timing
+from tf_onthefly.cuda_kernel import cuda_kernel
+from tf_onthefly.interop import DeviceBridge
+
+ENTRY = "otf_uniform_batch"
+P = 0.5
+SEED = 1
+
+
+def _gpu() -> bool:
+    return bool(tf.config.list_logical_devices("GPU"))
+
+
+def _cupy():
+    try:
+        import cupy
+
+        return cupy if cupy.cuda.runtime.getDeviceCount() > 0 else None
+    except Exception:  # noqa: BLE001 - absent, or no GPU for it
+        return None
+
+
+def ptx_op(batch, feature_dim, ptx):
+    """step -> (features, labels) by OnTheFly>CudaKernel."""
+
+    def gen(step):
+        return tuple(
+            cuda_kernel(
+                ptx,
+                ENTRY,
+                batch_size=batch,
+                seed=SEED,
+                step=step,
+                items_per_thread=4,
+                outputs=[((feature_dim,), tf.float32), ((1,), tf.float32)],
+                int_scalars=[feature_dim],
+                float_scalars=[P],
+            )
+        )
+
+    return gen
+
+
+class CupyLauncher:
+    """CuPy launching the PTX (cupy.RawModule loads it with cuModuleLoad)."""
+
+    def __init__(self, cupy, ptx_path, batch, feature_dim):
+        self.cp, self.batch, self.dim = cupy, batch, feature_dim
+        self.kernel = cupy.RawModule(path=ptx_path).get_function(ENTRY)
+        self.seed = cupy.array([SEED], cupy.int64)
+        threads = (batch * feature_dim + 3) // 4
+        self.grid, self.block = ((threads + 255) // 256,), (256,)
+
+    def __call__(self, step):
+        cp = self.cp
+        step_arr = cp.array([step], cp.int64)
+        features = cp.empty((self.batch, self.dim), cp.float32)
+        labels = cp.empty((self.batch, 1), cp.float32)
+        self.kernel(
+            self.grid,
+            self.block,
+            (
+                self.seed,
+                np.int64(1),
+                step_arr,
+                np.int64(0),
+                np.int64(self.batch),
+                np.int64(self.batch),
+                np.int64(self.dim),
+                np.float32(P),
+                features,
+                labels,
+            ),
+        )
+        return features, labels
+
+
+def _signature(batch, feature_dim):
+    return (tf.TensorSpec([batch, feature_dim], tf.float32), tf.TensorSpec([batch, 1], tf.float32))
+
+
+def cupy_bridge(batch, feature_dim, ptx_path, sync="device"):
+    """step -> (features, labels): CuPy launching the PTX, through the bridge."""
+    cupy = _cupy()
+    if cupy is None:
+        return None
+    launcher = CupyLauncher(cupy, ptx_path, batch, feature_dim)
+    return DeviceBridge(launcher, _signature(batch, feature_dim), sync=sync)
+
+
+def _host_bridge(batch, feature_dim):
+    rng = np.random.default_rng(0)
+    return DeviceBridge(
+        lambda step: (
+            rng.random((batch, feature_dim), dtype=np.float32),
+            (rng.random((batch, 1)) < P).astype(np.float32),
+        ),
+        _signature(batch, feature_dim),
+    )
+
+
+def generators(batch, feature_dim, ptx):
+    """name -> step -> (features, labels), for the input benchmark's in-step paths:
+    "ptx-op" (GPU only) and "cupy-bridge" (GPU and CuPy; compile the model with
+    jit_compile=False: the bridge is a tf.py_function). `ptx` is the path of the PTX file
+    built by //tf_ops/interop:test_ptx."""
+    with open(ptx) as f:
+        text = f.read()
+    gens = {}
+    if _gpu():
+        gens["ptx-op"] = ptx_op(batch, feature_dim, text)
+    bridge = cupy_bridge(batch, feature_dim, ptx)
+    if bridge is not None:
+        gens["cupy-bridge"] = bridge
+    return gens
+
+
+def _unrolled(gen, calls):
+    @tf.function
+    def run(first):
+        return tf.add_n([gen(first + i)[0][0, -1] for i in range(calls)])
+
+    return run
+
+
+def part_rate(args, ptx_text):
+    """Seconds per call at `--rate-mib` of features, each path, median of rounds."""
+    dim = 256
+    batch = args.rate_mib * (1 << 20) // (4 * dim)
+    calls = args.calls
+    gpu = _gpu()
+    paths = {"builtin": lambda s: tf_onthefly.random_batch(batch, dim, seed=SEED, step=s, p=P)}
+    if gpu:
+        paths["ptx-op"] = ptx_op(batch, dim, ptx_text)
+    bridge = cupy_bridge(batch, dim, args.ptx) if gpu else _host_bridge(batch, dim)
+    if bridge is not None:
+        paths["cupy-bridge" if gpu else "host-bridge"] = bridge
+    result = {"bytes": batch * dim * 4, "batch": batch, "feature_dim": dim, "calls": calls}
+    runners = {name: _unrolled(gen, calls) for name, gen in paths.items()}
+    counter = [0]
+
+    def next_first():
+        counter[0] += calls
+        return tf.constant(counter[0], tf.int64)
+
+    for name, run in runners.items():
+        times = timing.call_times(lambda run=run: run(next_first()), args.rounds, warmup=1, sync=lambda r: r.numpy())
+        result[name] = {k: v / calls if k == "median" else v for k, v in timing.summary(times).items()}
+    cupy = _cupy() if gpu else None
+    if cupy is not None:
+        launch = CupyLauncher(cupy, args.ptx, batch, dim)
+        stream = cupy.cuda.get_current_stream()
+
+        def run_cupy():
+            for i in range(calls):
+                launch(i)
+            return None
+
+        times = timing.call_times(run_cupy, args.rounds, warmup=1, sync=lambda r: stream.synchronize())
+        result["cupy"] = {k: v / calls if k == "median" else v for k, v in timing.summary(times).items()}
+    for name in list(result):
+        if isinstance(result[name], dict):
+            result[name]["TB/s"] = result["bytes"] / result[name]["median"] / 1e12
+    if "ptx-op" in result and "cupy" in result:
+        result["ptx-op / cupy rate"] = result["cupy"]["median"] / result["ptx-op"]["median"]
+    return result
+
+
+def part_step_cost(args, ptx_text):
+    """Microseconds per step of a graph loop at a tiny batch."""
+    batch, dim, steps = 32, 16, args.loop_steps
+    gpu = _gpu()
+    paths = {"builtin": lambda s: tf_onthefly.random_batch(batch, dim, seed=SEED, step=s, p=P)}
+    if gpu:
+        paths["ptx-op"] = ptx_op(batch, dim, ptx_text)
+    bridge = cupy_bridge(batch, dim, args.ptx) if gpu else _host_bridge(batch, dim)
+    if bridge is not None:
+        paths["cupy-bridge" if gpu else "host-bridge"] = bridge
+    if gpu and bridge is not None:
+        # What the bridge's wait costs: the same bridge waiting only for CuPy's current
+        # stream (where CupyLauncher launches), and not at all (unsafe; for the difference).
+        paths["cupy-bridge sync=stream"] = cupy_bridge(batch, dim, args.ptx, sync="stream")
+        paths["cupy-bridge no wait (unsafe)"] = cupy_bridge(batch, dim, args.ptx, sync=lambda a: None)
+    paths["empty"] = lambda s: (tf.zeros([batch, dim]) + tf.cast(s, tf.float32), None)
+    result = {"batch": batch, "feature_dim": dim, "steps": steps}
+    for name, gen in paths.items():
+
+        @tf.function
+        def loop(n, gen=gen):
+            def body(s, acc):
+                return s + 1, acc + gen(s)[0][0, 0]
+
+            return tf.while_loop(lambda s, a: s < n, body, (tf.constant(0, tf.int64), tf.constant(0.0)))[1]
+
+        times = timing.call_times(
+            lambda: loop(tf.constant(steps, tf.int64)), args.rounds, warmup=1, sync=lambda r: r.numpy()
+        )
+        s = timing.summary(times)
+        result[name] = {"us_per_step": s["median"] / steps * 1e6, "spread": s["spread"]}
+    if "ptx-op" in result:
+        result["ptx-op - builtin us"] = result["ptx-op"]["us_per_step"] - result["builtin"]["us_per_step"]
+    return result
+
+
+def part_wide(args, ptx_text):
+    """Steps/s with 64 MiB batches, each consumed by a reduction on the step's device."""
+    batch, dim, steps = args.wide_batch, 256, args.wide_steps
+    gpu = _gpu()
+    result = {"batch": batch, "feature_dim": dim, "MiB": batch * dim * 4 / 2**20, "steps": steps}
+
+    def consume(x, y):
+        return tf.reduce_sum(x[:, :8]) + tf.reduce_sum(y)
+
+    in_step = {}
+    if gpu:
+        in_step["ptx-op"] = ptx_op(batch, dim, ptx_text)
+    bridge = cupy_bridge(batch, dim, args.ptx) if gpu else _host_bridge(batch, dim)
+    if bridge is not None:
+        in_step["cupy-bridge" if gpu else "host-bridge"] = bridge
+    in_step["builtin"] = lambda s: tf_onthefly.random_batch(batch, dim, seed=SEED, step=s, p=P)
+    for name, gen in in_step.items():
+
+        @tf.function
+        def loop(first, gen=gen):
+            acc = tf.constant(0.0)
+            for i in tf.range(first, first + steps):
+                acc += consume(*gen(i))
+            return acc
+
+        times = timing.call_times(
+            lambda: loop(tf.constant(0, tf.int64)), args.rounds, warmup=1, sync=lambda r: r.numpy()
+        )
+        result[name] = {"steps_per_s": steps / timing.summary(times)["median"]}
+
+    rng = np.random.default_rng(0)
+
+    def numpy_batches():
+        while True:
+            yield (rng.random((batch, dim), dtype=np.float32), (rng.random((batch, 1)) < P).astype(np.float32))
+
+    ds = data.from_python(numpy_batches, _signature(batch, dim), prefetch=True)
+    it = iter(ds)
+
+    @tf.function
+    def numpy_loop():
+        acc = tf.constant(0.0)
+        for _ in tf.range(steps):
+            acc += consume(*next(it))
+        return acc
+
+    # NumPy makes ~0.3 GB/s on one core: a few rounds are minutes already.
+    times = timing.call_times(numpy_loop, min(args.rounds, 3), warmup=1, sync=lambda r: r.numpy())
+    result["numpy+prefetch"] = {"steps_per_s": steps / timing.summary(times)["median"]}
+    if "cupy-bridge" in result:
+        result["cupy-bridge / numpy+prefetch"] = (
+            result["cupy-bridge"]["steps_per_s"] / result["numpy+prefetch"]["steps_per_s"]
+        )
+    return result
+
+
+def part_copies(args, ptx_text):
+    """Host-to-device copies per step of each new path in a graph loop (64 MiB batches), from
+    a TensorFlow profiler trace of the GPU (CUPTI's memcpy events; tests/gpu_no_copy_profile.py
+    counts them), next to numpy+prefetch, whose every batch crosses (the control)."""
+    if not _gpu():
+        return {"skipped": "no GPU"}
+    import importlib.util
+    import tempfile
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location(
+        "no_copy", os.path.join(here, "..", "tests", "gpu_no_copy_profile.py")
+    )
+    no_copy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(no_copy)
+    batch, dim, steps = args.wide_batch, 256, 10
+    result = {"batch": batch, "MiB": batch * dim * 4 / 2**20, "steps": steps}
+    paths = {"ptx-op": ptx_op(batch, dim, ptx_text)}
+    bridge = cupy_bridge(batch, dim, args.ptx)
+    if bridge is not None:
+        paths["cupy-bridge"] = bridge
+    rng = np.random.default_rng(0)
+
+    def numpy_batches():
+        while True:
+            yield (rng.random((batch, dim), dtype=np.float32), (rng.random((batch, 1)) < P).astype(np.float32))
+
+    it = iter(data.from_python(numpy_batches, _signature(batch, dim), prefetch=True))
+    paths["numpy+prefetch"] = lambda s: next(it)
+    for name, gen in paths.items():
+
+        @tf.function
+        def loop(first, gen=gen):
+            acc = tf.constant(0.0)
+            for i in tf.range(first, first + steps):
+                x, y = gen(i)
+                acc += tf.reduce_sum(x[:, :8]) + tf.reduce_sum(y)
+            return acc
+
+        loop(tf.constant(0, tf.int64)).numpy()  # trace and warm up outside the profile
+        logdir = tempfile.mkdtemp(prefix="interop_copies_")
+        tf.profiler.experimental.start(logdir)
+        loop(tf.constant(steps, tf.int64)).numpy()
+        tf.profiler.experimental.stop()
+        events, nbytes, largest = no_copy.count_copies(logdir)
+        result[name] = {
+            "HtoD_events_per_step": events / steps,
+            "HtoD_bytes_per_step": None if nbytes is None else nbytes / steps,
+            "largest": [list(map(str, row)) for row in largest[:3]],
+        }
+    return result
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--ptx",
+        default=os.environ.get("OTF_TEST_PTX", "bazel-bin/tf_ops/interop/test_kernels.ptx"),
+        help="the PTX of //tf_ops/interop:test_ptx",
+    )
+    parser.add_argument("--out", help="write the results here as JSON")
+    parser.add_argument("--smoke", action="store_true", help="toy sizes, any device")
+    parser.add_argument("--parts", default="rate,step_cost,wide,copies")
+    parser.add_argument("--rounds", type=int, default=11)
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.rate_mib, args.calls, args.loop_steps, args.wide_batch, args.wide_steps, args.rounds = 1, 2, 20, 256, 3, 3
+    else:
+        args.rate_mib, args.calls, args.loop_steps, args.wide_batch, args.wide_steps = 1024, 10, 2000, 65536, 20
+    with open(args.ptx) as f:
+        ptx_text = f.read()
+    results = {
+        "device": tf.config.list_logical_devices("GPU")[0].name if _gpu() else "CPU",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "tf": tf.__version__,
+        "smoke": args.smoke,
+    }
+    for part in args.parts.split(","):
+        results[part] = {"rate": part_rate, "step_cost": part_step_cost, "wide": part_wide, "copies": part_copies}[
+            part
+        ](args, ptx_text)
+        print(part, json.dumps(results[part], indent=1), flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(results, f, indent=1)
+    return results
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main() else 1)

@@ -1,0 +1,79 @@
+"""The wheel's dynamic metadata and binary layout (pyproject.toml has the static part).
+
+Runs in the staging folder build_pip_pkg.sh prepares: tf_onthefly/ holds the package's
+modules, _build_info.py, _variants.py (the TensorFlow versions the wheel has op libraries
+for) and the libraries. From them: the version, the extras' TensorFlow range, and a
+py3-none-<platform> tag (the libraries link no libpython; auditwheel then checks the symbol
+versions and writes the manylinux tag).
+"""
+
+import os
+import runpy
+
+from setuptools import setup
+from setuptools.dist import Distribution
+
+try:
+    from setuptools.command.bdist_wheel import bdist_wheel  # setuptools >= 70.1
+except ImportError:
+    from wheel.bdist_wheel import bdist_wheel
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PKG = os.path.join(HERE, "tf_onthefly")
+if not os.path.exists(os.path.join(PKG, "_variants.py")):
+    raise SystemExit(
+        "tf-onthefly's wheel holds op libraries that Bazel builds: run `bash build_pip_pkg.sh dist` "
+        "(docs/packaging.md) rather than building this folder directly."
+    )
+
+VERSION = runpy.run_path(os.path.join(PKG, "_version.py"))["__version__"]
+MINORS = sorted(
+    runpy.run_path(os.path.join(PKG, "_variants.py"))["VARIANTS"], key=lambda v: tuple(map(int, v.split(".")))
+)
+_major, _minor = MINORS[-1].split(".")
+TF_RANGE = f">={MINORS[0]},<{_major}.{int(_minor) + 1}"
+URL = os.environ.get("OTF_PROJECT_URL", "https://github.com/tf-onthefly/tf_onthefly")
+
+
+class BinaryDistribution(Distribution):
+    """Platform-specific: the package carries shared libraries."""
+
+    def has_ext_modules(self):
+        return True
+
+
+class PlatformWheel(bdist_wheel):
+    """py3-none-<platform>: one wheel for every CPython (no libpython linked)."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        self.root_is_pure = False
+
+    def get_tag(self):
+        _, _, platform = super().get_tag()
+        return "py3", "none", platform
+
+
+setup(
+    version=VERSION,
+    packages=["tf_onthefly"],
+    package_data={"tf_onthefly": ["*.so", "include/tf_ops/common/*.h"]},
+    include_package_data=False,
+    zip_safe=False,
+    distclass=BinaryDistribution,
+    cmdclass={"bdist_wheel": PlatformWheel},
+    extras_require={
+        # TensorFlow's standard build (GPU-capable on Linux; CUDA libraries from the system)
+        "gpu": [f"tensorflow{TF_RANGE}"],
+        # ... with the CUDA libraries from PyPI
+        "and-cuda": [f"tensorflow[and-cuda]{TF_RANGE}"],
+        # the CPU-only build: the CPU kernels; the GPU kernels report themselves unavailable
+        "cpu": [f"tensorflow-cpu{TF_RANGE}"],
+    },
+    project_urls={
+        "Homepage": URL,
+        "Documentation": f"{URL}/tree/main/docs",
+        "Source": URL,
+        "Issues": f"{URL}/issues",
+    },
+)

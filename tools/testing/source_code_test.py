@@ -1,0 +1,147 @@
+"""The repository's own rules (as tensorflow/addons' source_code_test.py): every file sits
+where the layout says, and no file speaks of the place the project was built in rather than
+of the product.
+
+    bazel test //tools/testing:source_code_test      # or: python3 tools/testing/source_code_test.py
+
+It reads the working tree (tracked files and new ones git does not ignore), found from this
+file's real location, so Bazel runs it unconditionally (tag "external").
+"""
+
+import os
+import re
+import subprocess
+import unittest
+
+HERE = os.path.dirname(os.path.realpath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SELF = "tools/testing/source_code_test.py"
+
+# What may sit at the top of the repository.
+TOP_LEVEL = {
+    ".bazelignore",
+    ".bazelrc",
+    ".bazelversion",
+    ".ci",
+    ".clang-format",
+    ".gitignore",
+    "BUILD",
+    "CHANGELOG.md",
+    "LICENSE",
+    "MANIFEST.in",
+    "README.md",
+    "WORKSPACE",
+    "benchmarks",  # maintainers' measurement scripts and results/ of GPU runs
+    "build_pip_pkg.sh",
+    "configure.sh",
+    "docs",
+    "pyproject.toml",
+    "python",  # the package
+    "requirements.txt",
+    "ruff.toml",
+    "setup.py",
+    "tests",
+    "tf_ops",  # the ops, the SDK
+    "third_party",
+    "tools",
+}
+# tools/ holds build and maintenance only, sorted by role; measurement code is benchmarks/.
+TOOLS_ROLES = {"build", "docs", "format", "testing"}
+# docs/ holds pages (and their images); results of runs live in benchmarks/results/.
+DOCS = re.compile(r"^docs/([\w.-]+\.md|BUILD|img/[\w.-]+\.(png|svg))$")
+
+# Words of the environment the project was built in, not of the product. Each: (what, regex).
+ENVIRONMENT_WORDS = [
+    ("a path outside the repository", re.compile(r"\.\./shared\b")),
+    ("a staging folder of one machine", re.compile(r"\.devtf\b")),
+    ("'lent' (a machine lent for a while)", re.compile(r"\blent\b", re.I)),
+    ("'main job' (words of a brief)", re.compile(r"\bmain job\b", re.I)),
+    ("'seed document' (words of a brief)", re.compile(r"\bseed document\b", re.I)),
+    ("an issue number", re.compile(r"\bissues? #?\d+", re.I)),
+    (
+        "a work session",
+        re.compile(
+            r"\b(this|that|next|previous|one|each|same|later|earlier|first|second|third|fourth|fifth|"
+            r"device|work|GPU|staging) sessions?\b",
+            re.I,
+        ),
+    ),
+    ("a date (history lives in git and CHANGELOG.md)", re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b")),
+    ("a time of day", re.compile(r"\b[0-2]\d:[0-5]\d(-[0-2]\d:[0-5]\d)? UTC\b")),
+]
+# Where dates belong: the changelog and the raw results of runs (named by date and card).
+DATES_ALLOWED = re.compile(r"^(CHANGELOG\.md|benchmarks/results/.*)$")
+TEXT = re.compile(r"\.(py|sh|md|h|cc|cu|bzl|txt|toml|json|cfg|ini|yml|yaml|in)$|(^|/)(BUILD|WORKSPACE|run|\.[\w-]+)$")
+
+
+def repository_files():
+    """The working tree's files: tracked, and new ones git does not ignore."""
+    out = subprocess.run(
+        ["git", "-C", ROOT, "ls-files", "--cached", "--others", "--exclude-standard"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\n")
+    return sorted(f for f in out if f and os.path.isfile(os.path.join(ROOT, f)))
+
+
+def layout_problem(path):
+    """Why `path` is outside the layout, or None."""
+    parts = path.split("/")
+    if parts[0] not in TOP_LEVEL:
+        return f"'{parts[0]}' is not a top-level entry of the layout (README.md's table)"
+    if parts[0] == "tools":
+        if len(parts) < 3 or parts[1] not in TOOLS_ROLES:
+            return f"tools/ holds only {sorted(TOOLS_ROLES)}/ (build and maintenance by role)"
+    if parts[0] == "docs" and not DOCS.match(path):
+        return "docs/ holds pages (*.md) and their images; results of runs go to benchmarks/results/"
+    return None
+
+
+def word_problems(path, text):
+    """[(line number, what, the line)] of environment words in a file's text."""
+    found = []
+    for n, line in enumerate(text.split("\n"), 1):
+        for what, regex in ENVIRONMENT_WORDS:
+            if what.startswith(("a date", "a time")) and DATES_ALLOWED.match(path):
+                continue
+            if regex.search(line):
+                found.append((n, what, line.strip()[:120]))
+    return found
+
+
+class SourceCodeTest(unittest.TestCase):
+    def setUp(self):
+        self.files = repository_files()
+        self.assertGreater(len(self.files), 50, f"no repository found at {ROOT}")
+
+    def test_every_file_is_in_the_layout(self):
+        problems = [f"{f}: {why}" for f in self.files if (why := layout_problem(f))]
+        self.assertEqual(problems, [], "\n" + "\n".join(problems))
+
+    def test_no_words_of_the_build_environment(self):
+        problems = []
+        for f in self.files:
+            if f == SELF or f.startswith("third_party/") or not TEXT.search(f):
+                continue
+            with open(os.path.join(ROOT, f), encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+            problems += [f"{f}:{n}: {what}: {line}" for n, what, line in word_problems(f, text)]
+        self.assertEqual(problems, [], "\n" + "\n".join(problems))
+
+    def test_the_rules_catch_what_they_name(self):
+        self.assertTrue(word_problems("docs/x.md", "staged with ../shared/device"))
+        self.assertTrue(word_problems("docs/x.md", "as in the third session"))
+        self.assertTrue(word_problems("docs/x.md", "fixed in issue 13"))
+        self.assertTrue(word_problems("docs/x.md", "run of 2026-12-03"))
+        self.assertFalse(word_problems("docs/x.md", "tf.compat.v1.Session and test_session"))
+        self.assertFalse(word_problems("docs/x.md", "benchmarks/results/2026-12-03_h200_rates.txt"))
+        self.assertFalse(word_problems("CHANGELOG.md", "## 0.2.0 (2026-12-03)"))
+        self.assertTrue(layout_problem("tools/op_cost.py"))
+        self.assertTrue(layout_problem("scratch/notes.txt"))
+        self.assertIsNone(layout_problem("tools/build/tf_release.sh"))
+        self.assertIsNone(layout_problem("tools/testing/test_all_tf.sh"))
+
+
+if __name__ == "__main__":
+    unittest.main()
