@@ -1,7 +1,10 @@
-"""The input benchmark runs end to end (tiny timings: no timed assertions), and profile_input."""
+"""The input benchmark: its measurement under a fake, noisy clock; the benchmark end to end
+(tiny timings: no timed assertions); profile_input."""
 
 import json
+import math
 import os
+import random
 import tempfile
 import time
 
@@ -13,35 +16,198 @@ from tf_onthefly import _load, bench, rates
 import device_util
 
 
+class FakeMachine:
+    """A clock that a busy machine slows: spells during which every chunk takes `factor`
+    times longer (another build took the cores), single slow chunks, and a few per cent of
+    scatter. Time only passes when a runner asks for chunks."""
+
+    def __init__(self, rng, chunk_s, slow_factor=3.0, spell_chunks=20.0):
+        self.t, self.rng, self.spells = 0.0, rng, []
+        t = 0.0
+        while t < 100000 * chunk_s:
+            t += rng.expovariate(1 / (spell_chunks * chunk_s))  # calm, then a slow spell
+            length = rng.uniform(0.3, spell_chunks) * chunk_s
+            self.spells.append((t, t + length, rng.uniform(1.3, slow_factor)))
+            t += length
+        self._next = 0
+
+    def factor(self):
+        while self._next < len(self.spells) and self.spells[self._next][1] <= self.t:
+            self._next += 1
+        if self._next < len(self.spells) and self.spells[self._next][0] <= self.t:
+            return self.spells[self._next][2]
+        return 1.0
+
+
+class FakeRunner:
+    """A path whose steps truly take `step_s` seconds each, timed on the fake machine."""
+
+    def __init__(self, machine, step_s, steps_per_chunk):
+        self.machine, self.step_s, self.steps_per_chunk = machine, step_s, steps_per_chunk
+
+    def chunk_times(self, chunks):
+        m, out = self.machine, []
+        for i in range(chunks + 1):
+            d = self.steps_per_chunk * self.step_s * m.factor() * math.exp(m.rng.gauss(0, 0.05))
+            if m.rng.random() < 0.05:
+                d *= m.rng.uniform(1.5, 4)  # one chunk hit by something else
+            if i == 0:
+                d *= 2  # start-up: discarded by the measurement
+            m.t += d
+            if i:
+                out.append(d)
+        return out
+
+
+def fake_group(seed, **machine):
+    """One (config, mode, jit) on a fake machine: true ratios against the constant batch,
+    and what bench.measure makes of them."""
+    rng = random.Random(seed)
+    m = FakeMachine(rng, 0.1, **machine)
+    step_s = rng.uniform(1e-3, 1e-2)
+    truth = {
+        "constant": 1.0,
+        "as-fast": 1.0,
+        "near": rng.uniform(0.9, 1.0),
+        "mid": rng.uniform(0.2, 1.0),
+        "slow": rng.uniform(0.02, 0.5),
+    }
+    runners = {p: FakeRunner(m, step_s / r, max(1, round(0.1 / (step_s / r)))) for p, r in truth.items()}
+    return truth, bench.measure(runners, rounds=3)
+
+
+class MeasurementTest(tf.test.TestCase):
+    """The measurement, on a fake clock: what a noisy machine can and cannot make it say."""
+
+    def check(self, groups, max_problems, min_coverage, **machine):
+        rows = covered = problems = 0
+        for seed in range(groups):
+            truth, stats = fake_group(seed, **machine)
+            self.assertEqual(stats["constant"]["vs_constant"], 1.0)
+            for path, s in stats.items():
+                if path == "constant":
+                    continue
+                rows += 1
+                ratio, u = s["vs_constant"], s["uncertainty"]
+                if s["status"] == "measurement problem":
+                    problems += 1
+                else:
+                    # The bound: nothing reported above the constant batch beyond its uncertainty.
+                    self.assertLessEqual(ratio - u, 1.0, (seed, path, s))
+                    self.assertLessEqual(ratio, bench.LIMIT, (seed, path, s))
+                self.assertNotIn("faster", bench.speed_label(ratio, u, s["status"]))
+                covered += abs(ratio - truth[path]) <= u
+        self.assertLessEqual(problems, max_problems)
+        self.assertGreaterEqual(covered / rows, min_coverage, f"{covered} of {rows} rows cover the truth")
+        return problems
+
+    def test_a_busy_machine_cannot_make_a_row_beat_the_bound(self):
+        # Slow spells up to 2x, a fifth of the time: no row reported above the bound (one
+        # in a few hundred may be flagged a measurement problem), and the uncertainties
+        # cover the true ratio.
+        self.check(200, max_problems=2, min_coverage=0.9, slow_factor=2.0, spell_chunks=10.0)
+
+    def test_a_very_busy_machine_gives_problems_not_speed_ups(self):
+        # Spells up to 3x, a third of the time, some as long as two windows: a few rows may
+        # be reported as measurement problems, none as faster than the bound.
+        self.check(200, max_problems=10, min_coverage=0.85, slow_factor=3.0, spell_chunks=20.0)
+
+    def test_a_row_above_the_bound_is_measured_again_then_flagged(self):
+        class Rigged:  # a path that really is faster than "constant": the bound is broken
+            steps_per_chunk = 10
+
+            def __init__(self, step_s):
+                self.step_s = step_s
+
+            def chunk_times(self, chunks):
+                return [self.steps_per_chunk * self.step_s] * chunks
+
+        stats = bench.measure({"constant": Rigged(2e-3), "odd": Rigged(1e-3), "fine": Rigged(4e-3)}, rounds=2)
+        self.assertTrue(stats["odd"]["remeasured"])
+        self.assertEqual(stats["odd"]["status"], "measurement problem")
+        self.assertLen(stats["odd"]["rounds"], 4)  # 2 rounds, then 2 more
+        self.assertFalse(stats["fine"]["remeasured"])
+        self.assertAllClose(stats["fine"]["vs_constant"], 0.5)
+        self.assertEqual(stats["fine"]["status"], "")
+
+    def test_labels_never_say_faster(self):
+        self.assertEqual(bench.speed_label(0.43), "57 % slower")
+        self.assertEqual(bench.speed_label(1.03), "same as constant")
+        self.assertEqual(bench.speed_label(0.97, 0.04), "same as constant")
+        self.assertEqual(bench.speed_label(1.3, 0.1, "measurement problem"), "measurement problem")
+
+    def test_verdict_in_words(self):
+        def row(path, ratio, u, status=""):
+            return dict(config="seed", mode="fit64", jit=False, path=path, vs_constant=ratio, uncertainty=u,
+                        status=status, input_share=max(0.0, 1 - ratio))  # fmt: skip
+
+        table = [
+            row("constant", 1.0, 0.01, "upper bound"),
+            row("numpy+prefetch", 0.40, 0.02),
+            row("op-cpu-tfdata", 0.80, 0.03),
+            row("op-in-step", 0.98, 0.03, "same as constant"),
+        ]
+        (v,) = bench.verdicts(table)
+        self.assertEqual(v["use"], "op-in-step")
+        self.assertAllClose(v["gain"], 0.98 / 0.40)
+        self.assertIn("the input's share of the step is 60 % with numpy+prefetch, 20 % with op-cpu-tfdata, "
+                      "none measurable with op-in-step.", v["text"])  # fmt: skip
+        self.assertIn("Use op-in-step: 2.45x", v["text"])
+        # The simple path as good as the rest: keep it.
+        table = [row("constant", 1.0, 0.01, "upper bound"), row("numpy+prefetch", 0.99, 0.03, "same as constant"),
+                 row("op-in-step", 1.0, 0.02, "same as constant")]  # fmt: skip
+        (v,) = bench.verdicts(table)
+        self.assertEqual(v["use"], "numpy+prefetch")
+        self.assertIn("not the bottleneck", v["text"])
+
+
 class BenchTest(device_util.DeviceTestCase):
     def test_every_path_mode_and_outputs(self):
         gpu = device_util.device() == "gpu"
         lines = []
         table = bench.run(
-            ["seed"], bench.PATHS, bench.MODES, [False], gpu, seconds=0.03, rounds=2, progress=lines.append
+            ["seed"], bench.PATHS, bench.MODES, [False], gpu, seconds=0.05, rounds=2, progress=lines.append
         )
         rows = len(bench.PATHS) * len(bench.MODES)
         self.assertLen(table, rows)
-        self.assertLen(lines, rows)  # progress, one line per measurement
+        self.assertTrue(any("round 2/2" in line for line in lines), lines)  # progress: what runs
+        self.assertTrue(any("left" in line for line in lines), lines)  # and how long is left
         for row in table:
             self.assertGreater(row["steps_per_s"], 0)
             self.assertEqual(row["samples_per_s"], row["steps_per_s"] * 32)
-            self.assertGreaterEqual(row["spread"], 0)  # (fastest - slowest) / median of the two rounds
+            self.assertGreaterEqual(row["uncertainty"], 0)
+            self.assertGreaterEqual(len(row["rounds"]), 2)
             if row["path"] == "constant":
                 self.assertEqual(row["vs_constant"], 1.0)
+            else:
+                self.assertTrue(row["vs_constant"] <= bench.LIMIT or row["status"] == "measurement problem", row)
         out = tempfile.mkdtemp()
         bench.write_outputs(table, out, dict(device="test"))
         with open(os.path.join(out, "bench.json")) as f:
-            self.assertLen(json.load(f)["results"], rows)
+            written = json.load(f)
+        self.assertLen(written["results"], rows)
+        self.assertLen(written["verdicts"], len(bench.MODES))
         self.assertGreater(os.path.getsize(os.path.join(out, "bench.png")), 1000)
         self.assertIn("vs constant", bench.format_table(table))
+        self.assertIn(" ± ", bench.format_table(table))
 
-    def test_speed_labels_say_slower_or_faster(self):
-        self.assertEqual(bench.speed_label(0.43), "57 % slower")
-        self.assertEqual(bench.speed_label(1.03), "3 % faster")
-        self.assertEqual(bench.speed_label(1.0), "same as constant")
+    def test_registered_path_runs_beside_the_built_in_ones(self):
+        gpu = device_util.device() == "gpu"
+        bench.register_path("twice", lambda cfg: lambda step: cfg["gen"](step * 2), in_step=True)
+        try:
+            table = bench.run(["seed"], ["constant", "twice"], ["loop64"], [False], gpu, seconds=0.05, rounds=1,
+                              progress=lambda m: None)  # fmt: skip
+        finally:
+            bench.EXTRA_PATHS.pop("twice")
+        self.assertEqual([r["path"] for r in table], ["constant", "twice"])
 
-    def test_profile_input_verdicts(self):
+    def test_default_run_is_the_bounded_one(self):
+        self.assertEqual(bench.default_settings(False, False), [("fit1", False), ("fit64", False)])
+        self.assertLen(bench.default_settings(False, True), len(bench.MODES))
+        self.assertLen(bench.default_settings(True, True), 2 * len(bench.MODES))
+        self.assertEqual(bench.default_settings(True, False, ["loop64"], [True]), [("loop64", True)])
+
+    def test_profile_input_breakdown_and_verdicts(self):
         step = tf.function(lambda b: tf.reduce_sum(b * 2.0))
         fast = tf.data.Dataset.from_tensors(tf.ones([64, 8])).repeat()
 
@@ -55,6 +221,10 @@ class BenchTest(device_util.DeviceTestCase):
         slow_result = bench.profile_input(slow, step, steps=20)
         self.assertTrue(slow_result["verdict"].startswith("Input is your bottleneck"), slow_result)
         self.assertGreater(slow_result["input_share"], fast_result["input_share"])
+        self.assertGreater(slow_result["python_ms"], 5.0)  # the 10 ms sleep is the generator's
+        self.assertGreater(slow_result["projected"]["op in the step"]["gain"], 2.0)
+        for key in ("python_ms", "tfdata_ms", "copy_ms", "step_ms"):
+            self.assertIn(key, slow_result)
         for r in (fast_result, slow_result):
             self.assertIn("ms", r["verdict"])
 
