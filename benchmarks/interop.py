@@ -302,7 +302,7 @@ def part_wide(args, ptx_text):
 
 def part_copies(args, ptx_text):
     """Host-to-device copies per step of each new path in a graph loop (64 MiB batches), from
-    a TensorFlow profiler trace of the GPU (CUPTI's memcpy events; tests/gpu_no_copy_profile.py
+    a TensorFlow profiler trace of the GPU (CUPTI's memcpy events; benchmarks/no_copy_profile.py
     counts them), next to numpy+prefetch, whose every batch crosses (the control)."""
     if not _gpu():
         return {"skipped": "no GPU"}
@@ -310,9 +310,7 @@ def part_copies(args, ptx_text):
     import tempfile
 
     here = os.path.dirname(os.path.abspath(__file__))
-    spec = importlib.util.spec_from_file_location(
-        "no_copy", os.path.join(here, "..", "tests", "gpu_no_copy_profile.py")
-    )
+    spec = importlib.util.spec_from_file_location("no_copy", os.path.join(here, "no_copy_profile.py"))
     no_copy = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(no_copy)
     batch, dim, steps = args.wide_batch, 256, 10
