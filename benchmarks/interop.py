@@ -157,6 +157,18 @@ def generators(batch, feature_dim, ptx):
     return gens
 
 
+def _paths(batch, dim, ptx_path, ptx_text, gpu):
+    """name -> step -> (features, labels) of the built-in op, the PTX op (GPU) and the
+    bridge (CuPy on a GPU, host arrays elsewhere), and the bridge (None without CuPy)."""
+    paths = {"builtin": lambda s: tf_onthefly.random_batch(batch, dim, seed=SEED, step=s, p=P)}
+    if gpu:
+        paths["ptx-op"] = ptx_op(batch, dim, ptx_text)
+    bridge = cupy_bridge(batch, dim, ptx_path) if gpu else _host_bridge(batch, dim)
+    if bridge is not None:
+        paths["cupy-bridge" if gpu else "host-bridge"] = bridge
+    return paths, bridge
+
+
 def _unrolled(gen, calls):
     @tf.function
     def run(first):
@@ -171,12 +183,7 @@ def part_rate(args, ptx_text):
     batch = args.rate_mib * (1 << 20) // (4 * dim)
     calls = args.calls
     gpu = _gpu()
-    paths = {"builtin": lambda s: tf_onthefly.random_batch(batch, dim, seed=SEED, step=s, p=P)}
-    if gpu:
-        paths["ptx-op"] = ptx_op(batch, dim, ptx_text)
-    bridge = cupy_bridge(batch, dim, args.ptx) if gpu else _host_bridge(batch, dim)
-    if bridge is not None:
-        paths["cupy-bridge" if gpu else "host-bridge"] = bridge
+    paths, bridge = _paths(batch, dim, args.ptx, ptx_text, gpu)
     result = {"bytes": batch * dim * 4, "batch": batch, "feature_dim": dim, "calls": calls}
     runners = {name: _unrolled(gen, calls) for name, gen in paths.items()}
     counter = [0]
@@ -212,12 +219,7 @@ def part_step_cost(args, ptx_text):
     """Microseconds per step of a graph loop at a tiny batch."""
     batch, dim, steps = 32, 16, args.loop_steps
     gpu = _gpu()
-    paths = {"builtin": lambda s: tf_onthefly.random_batch(batch, dim, seed=SEED, step=s, p=P)}
-    if gpu:
-        paths["ptx-op"] = ptx_op(batch, dim, ptx_text)
-    bridge = cupy_bridge(batch, dim, args.ptx) if gpu else _host_bridge(batch, dim)
-    if bridge is not None:
-        paths["cupy-bridge" if gpu else "host-bridge"] = bridge
+    paths, bridge = _paths(batch, dim, args.ptx, ptx_text, gpu)
     if gpu and bridge is not None:
         # What the bridge's wait costs: the same bridge waiting only for CuPy's current
         # stream (where CupyLauncher launches), and not at all (unsafe; for the difference).

@@ -9,6 +9,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -25,6 +26,11 @@ CPU_RUNS = [
     ("peer_rates.py", ["--smoke"]),
     ("interop.py", ["--smoke", "--ptx", "{test_ptx}"]),
     ("soak.py", ["--smoke", "--quiet"]),
+    (
+        "input_bench_interop.py",
+        ["--ptx={test_ptx}", "--configs=seed", "--modes=fit1", "--paths=constant,ptx-op,cupy-bridge"]
+        + ["--seconds=0.2", "--rounds=1", "--out={tmp}"],
+    ),
 ]
 # Not here: the peers (peers/) run through peer_rates.py; kernel_bench/ is a CUDA program
 # built by its build.sh (GPU only); __init__.py is Bazel's.
@@ -39,7 +45,9 @@ class SmokeTest(unittest.TestCase):
     def test_scripts(self):
         env = dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=os.pathsep.join(sys.path))
         for script, args in CPU_RUNS:
-            args = [a.format(sdk_test_ops=ARGS.sdk_test_ops, test_ptx=ARGS.test_ptx) for a in args]
+            args = [
+                a.format(sdk_test_ops=ARGS.sdk_test_ops, test_ptx=ARGS.test_ptx, tmp=tempfile.mkdtemp()) for a in args
+            ]
             with self.subTest(script=script):
                 out = subprocess.run(
                     [sys.executable, os.path.join(HERE, script)] + args,

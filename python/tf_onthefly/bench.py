@@ -49,16 +49,17 @@ bench.json (the rows, their rounds, the verdicts) and bench.png in --out.
 pipeline's step down: the Python generator, tf.data, host-to-device copies and the step,
 with the projected gain of each path.
 
-Extra paths (for example other engineers' "ptx-op" or "cupy-bridge" rows on a GPU) plug
-in through `register_path`:
+Extra paths plug in through `register_path`:
 
-    bench.register_path("cupy-bridge", lambda cfg: make_dataset(cfg["batch"], cfg["x_shape"]),
+    bench.register_path("my-dataset", lambda cfg: make_dataset(cfg["batch"], cfg["x_shape"]),
                         in_step=False)
-    bench.register_path("ptx-op", lambda cfg: lambda step: my_op(cfg["batch"], step),
+    bench.register_path("my-op", lambda cfg: lambda step: my_op(cfg["batch"], step),
                         in_step=True)
 
+(`benchmarks/input_bench_interop.py` adds the PTX op and the CuPy bridge this way.)
+
 `make(cfg)` gets the configuration (`name`, `batch`, `x_shape`, `x_dtype`, `y_shape`,
-`y_dtype`, `gpu`, and `gen(step)`, this package's own generator of that batch) and returns
+`y_dtype`, `gpu`, `jit`, and `gen(step)`, this package's own generator of that batch) and returns
 either a function step -> (x, y) that runs inside the training step (`in_step=True`) or
 a tf.data.Dataset of (x, y) batches (`in_step=False`). A registered path runs in every
 (config, mode, jit) after the built-in ones, is named in `--paths`, and is a candidate
@@ -451,7 +452,7 @@ def run(config_names, paths, modes, jits, gpu, seconds, rounds=3, progress=print
     per_group_measure = len(paths) * rounds * seconds
 
     for g, (name, mode, jit) in enumerate(groups):
-        cfg, runners = all_cfgs[name], {}
+        cfg, runners = dict(all_cfgs[name], jit=jit), {}
         label = f"[{g + 1}/{len(groups)}] {name} {mode} jit={'on' if jit else 'off'}"
 
         def time_left(done, to_build=0, g=g):
@@ -465,10 +466,10 @@ def run(config_names, paths, modes, jits, gpu, seconds, rounds=3, progress=print
                 + to_build * avg_setup
             )
 
-        skipped = []
+        skipped = []  # (path, why)
         for i, path in enumerate(paths):
             if jit and path == "op-in-step" and not _load.HAS_XLA:
-                skipped.append(path)
+                skipped.append((path, f"no XLA kernels for TensorFlow {_load.VARIANT['minor']}"))
                 continue
             progress(f"{label}: building {path}; about {_duration(time_left(0.0, len(paths) - i))} left")
             t0 = time.perf_counter()
@@ -477,7 +478,7 @@ def run(config_names, paths, modes, jits, gpu, seconds, rounds=3, progress=print
                 if path in EXTRA_PATHS:
                     made = EXTRA_PATHS[path]["make"](cfg)
                     if made is None:
-                        skipped.append(path)
+                        skipped.append((path, "not available in this setting"))
                         continue
                 runner = _make_runner(cfg, path, mode, jit)
                 runner.calibrate(seconds)
@@ -503,8 +504,8 @@ def run(config_names, paths, modes, jits, gpu, seconds, rounds=3, progress=print
                     **s,
                 )
             )
-        for path in skipped:
-            progress(f"{label}: {path} skipped (no XLA kernels for TensorFlow {_load.VARIANT['minor']})")
+        for path, why in skipped:
+            progress(f"{label}: {path} skipped ({why})")
         for runner in runners.values():
             runner.close()
         del runners

@@ -21,6 +21,10 @@ be there), or into folder D with --target, put first on every run's PYTHONPATH. 
   sanitize  compute-sanitizer memcheck and racecheck over every GPU kernel
   kernels   the kernel bench and the launcher-generator comparison; --kernels D holds what
             `benchmarks/kernel_bench/build.sh D` built and bazel-bin/tests/sdk_ops/*.so
+  interop   the PTX op and the device-array bridge (benchmarks/interop.py) and the input
+            benchmark with their rows (benchmarks/input_bench_interop.py); needs the test
+            PTX (bazel-bin/tf_ops/interop/test_kernels.ptx) in --kernels D or $OTF_TEST_PTX
+  soak      1,000,000 training steps, memory and data position checked (benchmarks/soak.py)
   all       every mode above, in that order
 
 --kernels D also lets `tests` run tests/sdk_test.py (it needs the SDK's test op library).
@@ -43,7 +47,20 @@ import sys
 import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-MODES = ["tests", "smoke", "bench", "rates", "cost", "trace", "copies", "mirrored", "sanitize", "kernels"]
+MODES = [
+    "tests",
+    "smoke",
+    "bench",
+    "rates",
+    "cost",
+    "trace",
+    "copies",
+    "mirrored",
+    "sanitize",
+    "kernels",
+    "interop",
+    "soak",
+]
 NO_DEVICE_TESTS = {"tutorial_test", "conventions_test"}  # read files only: nothing runs on a GPU
 PY = sys.executable
 
@@ -197,6 +214,26 @@ def steps(mode, args, name):
                 ROOT,
             ),
         ]
+    if mode == "interop":
+        ptx = os.environ.get("OTF_TEST_PTX") or os.path.join(args.kernels or ".", "test_kernels.ptx")
+        return [
+            ("interop", [PY, f"{b}/interop.py", f"--ptx={ptx}", f"--out={name('interop')}.json"], 600, ROOT),
+            (
+                "input_bench_interop",
+                [
+                    PY,
+                    f"{b}/input_bench_interop.py",
+                    f"--ptx={ptx}",
+                    "--device=gpu",
+                    "--configs=seed,wide",
+                    f"--out={name('input_bench_interop')}",
+                ],
+                600,
+                ROOT,
+            ),
+        ]
+    if mode == "soak":
+        return [("soak", [PY, f"{b}/soak.py", "--steps=1000000", f"--out={name('soak')}.json"], 600, ROOT)]
     raise ValueError(mode)
 
 
