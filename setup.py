@@ -32,7 +32,9 @@ MINORS = sorted(
 )
 _major, _minor = MINORS[-1].split(".")
 TF_RANGE = f">={MINORS[0]},<{_major}.{int(_minor) + 1}"
-URL = os.environ.get("OTF_PROJECT_URL", "https://github.com/tf-onthefly/tf_onthefly")
+# Where the project is published, given by the release build (the repository names no
+# host of its own): without it the wheel carries no project URLs rather than made-up ones.
+URL = os.environ.get("OTF_PROJECT_URL", "")
 
 
 class BinaryDistribution(Distribution):
@@ -70,10 +72,14 @@ setup(
         # the CPU-only build: the CPU kernels; the GPU kernels report themselves unavailable
         "cpu": [f"tensorflow-cpu{TF_RANGE}"],
     },
-    project_urls={
-        "Homepage": URL,
-        "Documentation": f"{URL}/tree/main/docs",
-        "Source": URL,
-        "Issues": f"{URL}/issues",
-    },
+    project_urls=(
+        {
+            "Homepage": URL,
+            "Documentation": f"{URL}/tree/main/docs",
+            "Source": URL,
+            "Issues": f"{URL}/issues",
+        }
+        if URL
+        else {}
+    ),
 )
