@@ -50,6 +50,19 @@ def _field_names(signature):
     return None
 
 
+def _check_field(index, name, spec, dtype_matches, dtype, shape):
+    """SignatureDriftError naming the field of batch `index` whose dtype or shape is not its spec's."""
+    if not dtype_matches:
+        raise SignatureDriftError(
+            f"batch {index}: field '{name}' has dtype {dtype}, expected {spec.dtype.name} "
+            f"(shape {shape}, expected {spec.shape})"
+        )
+    if not spec.shape.is_compatible_with(shape):
+        raise SignatureDriftError(
+            f"batch {index}: field '{name}' has shape {shape}, expected {spec.shape} (dtype {dtype})"
+        )
+
+
 def _check_batch(batch, signature, names, index):
     try:
         tf.nest.assert_same_structure(signature, batch, check_types=False)
@@ -58,15 +71,7 @@ def _check_batch(batch, signature, names, index):
     for i, (spec, value) in enumerate(zip(tf.nest.flatten(signature), tf.nest.flatten(batch))):
         name = names[i] if names else f"output {i}"
         arr = np.asarray(value)
-        if arr.dtype != spec.dtype.as_numpy_dtype:
-            raise SignatureDriftError(
-                f"batch {index}: field '{name}' has dtype {arr.dtype}, expected {spec.dtype.name} "
-                f"(shape {list(arr.shape)}, expected {spec.shape})"
-            )
-        if not spec.shape.is_compatible_with(arr.shape):
-            raise SignatureDriftError(
-                f"batch {index}: field '{name}' has shape {list(arr.shape)}, expected {spec.shape} (dtype {arr.dtype})"
-            )
+        _check_field(index, name, spec, arr.dtype == spec.dtype.as_numpy_dtype, str(arr.dtype), list(arr.shape))
 
 
 def from_python(

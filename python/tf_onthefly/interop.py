@@ -41,7 +41,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 import tensorflow as tf
 
-from tf_onthefly.data import SignatureDriftError, _field_names
+from tf_onthefly.data import SignatureDriftError, _check_field, _field_names
 
 
 class BridgeError(ValueError):
@@ -170,19 +170,6 @@ def _from_cuda_array_interface(value, name):
     return cupy.asarray(value)
 
 
-def _check(tensor: tf.Tensor, spec: tf.TensorSpec, name: str, index: int):
-    if tensor.dtype != spec.dtype:
-        raise SignatureDriftError(
-            f"batch {index}: field '{name}' has dtype {tensor.dtype.name}, expected {spec.dtype.name} "
-            f"(shape {tensor.shape.as_list()}, expected {spec.shape})"
-        )
-    if not spec.shape.is_compatible_with(tensor.shape):
-        raise SignatureDriftError(
-            f"batch {index}: field '{name}' has shape {tensor.shape.as_list()}, expected {spec.shape} "
-            f"(dtype {tensor.dtype.name})"
-        )
-
-
 def _warn_if_tensorflow_holds_the_gpu():
     """By default TensorFlow takes nearly all of a GPU's memory the first time it uses it,
     and the producer library then runs out of memory: say so once, with the fix."""
@@ -284,7 +271,7 @@ class DeviceBridge:
         tensors = []
         for array, spec, name in zip(arrays, self._flat_specs, self._names):
             tensor = to_tensor(array, name)
-            _check(tensor, spec, name, index)
+            _check_field(index, name, spec, tensor.dtype == spec.dtype, tensor.dtype.name, tensor.shape.as_list())
             tensors.append(tensor)
         self._kept.append(arrays)
         return tensors
