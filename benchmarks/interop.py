@@ -27,6 +27,7 @@ new paths ("ptx-op", and "cupy-bridge" where CuPy is installed) for the input be
 """
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -382,6 +383,7 @@ def main(argv=None):
             part
         ](args, ptx_text)
         print(part, json.dumps(results[part], indent=1), flush=True)
+        gc.collect()  # the part's functions and bridges go now, not in the interpreter's exit
     if args.out:
         with open(args.out, "w") as f:
             json.dump(results, f, indent=1)

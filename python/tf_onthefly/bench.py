@@ -561,6 +561,8 @@ def _verdict(rows, key):
     where = f"{name}, {mode}, jit {'on' if jit else 'off'}"
     if "constant" not in rows:
         return dict(text=f"{where}: no constant batch measured, so no verdict.", use=None, gain=None)
+    if len(rows) == 1:
+        return dict(text=f"{where}: only the constant batch was measured, so no verdict.", use=None, gain=None)
     costs = []
     for path, r in rows.items():
         if path == "constant":
