@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/shape_inference.h"
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/framework/tensor_shape.h"
@@ -70,6 +71,21 @@ inline absl::Status ScalarShape(tensorflow::shape_inference::InferenceContext* c
   if (!c->RankKnown(shape) || c->Rank(shape) == 0) return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat(name, " must be an int64 scalar, got shape ", c->DebugString(shape)));
+}
+
+// Output i, or a ResourceExhausted error that names the op, the output and the bytes asked
+// when the device's allocator cannot give them (a size within the caps that does not fit
+// the memory free now): the process stays usable, and a smaller call can follow.
+inline absl::Status AllocateOutput(tensorflow::OpKernelContext* ctx, int i,
+                                   const tensorflow::TensorShape& shape, const std::string& op,
+                                   const std::string& output, tensorflow::Tensor** out) {
+  absl::Status status = ctx->allocate_output(i, shape, out);
+  if (status.ok() || !absl::IsResourceExhausted(status)) return status;
+  const tensorflow::DataType dtype = ctx->expected_output_dtype(i);
+  return absl::ResourceExhaustedError(absl::StrCat(
+      op, ": output ", output, " needs ", shape.num_elements() * tensorflow::DataTypeSize(dtype),
+      " bytes (", shape.DebugString(), " ", tensorflow::DataTypeString(dtype), ") on ",
+      ctx->device()->name(), ", more than its allocator can give: ", status.message()));
 }
 
 // A failed GPU launch as an op error that names the op; never aborts. The error's text comes

@@ -374,11 +374,8 @@ class CudaKernelGpuOp : public tensorflow::OpKernel {
       in_ptrs.push_back(const_cast<void*>(ctx->input(kCommonInputs + i).data()));
     for (size_t i = 0; i < out_shapes_.size(); ++i) {
       tensorflow::Tensor* out = nullptr;
-      absl::Status s = ctx->allocate_output(static_cast<int>(i), out_shapes_[i], &out);
-      OP_REQUIRES(ctx, s.ok(),
-                  absl::Status(s.code(), absl::StrCat(a.who, ": output ", i, " (",
-                                                      out_shapes_[i].DebugString(),
-                                                      ") could not be allocated: ", s.message())));
+      OP_REQUIRES_OK(ctx, AllocateOutput(ctx, static_cast<int>(i), out_shapes_[i], a.who,
+                                         absl::StrCat(i), &out));
       out_ptrs.push_back(out->data());
     }
 

@@ -219,19 +219,11 @@ class GeneratorOp : public tensorflow::OpKernel {
   }
 
  private:
-  // Output i, or a ResourceExhausted error that names the op, the output and the bytes
-  // asked when the device's allocator cannot give them (a size within the cap, already
-  // checked, that does not fit the memory free now): the process stays usable, and a
-  // smaller call can follow.
+  // Output i, or a ResourceExhausted error naming the op, the output and the bytes
+  // (tf_glue.h).
   absl::Status AllocateOutput(tensorflow::OpKernelContext* ctx, int i, tensorflow::Tensor** out) {
-    absl::Status status = ctx->allocate_output(i, out_shapes_[i], out);
-    if (status.ok() || !absl::IsResourceExhausted(status)) return status;
-    return absl::ResourceExhaustedError(absl::StrCat(
-        type_string(), ": output ", shapes_.names[i], " needs ",
-        out_shapes_[i].num_elements() * tensorflow::DataTypeSize(ctx->expected_output_dtype(i)),
-        " bytes (", out_shapes_[i].DebugString(), " ",
-        tensorflow::DataTypeString(ctx->expected_output_dtype(i)), ") on ", ctx->device()->name(),
-        ", more than its allocator can give: ", status.message()));
+    return tf_onthefly::AllocateOutput(ctx, i, out_shapes_[i], type_string(), shapes_.names[i],
+                                       out);
   }
 
   BatchAttrs batch_;
