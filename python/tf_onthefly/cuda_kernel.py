@@ -52,26 +52,22 @@ def ptx_entries(ptx: str) -> list:
     return _ENTRY.findall(ptx)
 
 
-def _refuse(arg: str, message: str):
-    _args.refuse(arg, message)
-
-
 def _check_ptx(ptx, entry):
     if isinstance(ptx, bytes):
         ptx = ptx.decode("utf-8", errors="replace")
     if not isinstance(ptx, str):
-        _refuse("ptx", f"must be PTX text (str or bytes), got {type(ptx).__name__}")
+        _args.refuse("ptx", f"must be PTX text (str or bytes), got {type(ptx).__name__}")
     if ".version" not in ptx or ".target" not in ptx:
-        _refuse(
+        _args.refuse(
             "ptx",
             "is not PTX text (no .version or .target directive): pass the output of "
             "numba.cuda.compile_ptx, NVRTC (cupy.RawModule(...)), or clang/nvcc -ptx",
         )
     if not isinstance(entry, str) or not entry:
-        _refuse("entry", f"must name a kernel of the PTX, got {entry!r}")
+        _args.refuse("entry", f"must name a kernel of the PTX, got {entry!r}")
     entries = ptx_entries(ptx)
     if entry not in entries:
-        _refuse(
+        _args.refuse(
             "entry",
             f"{entry!r} is not a kernel of the PTX; its kernels are {entries} (a C++ kernel "
             'needs extern "C" to keep its name)',
@@ -81,24 +77,24 @@ def _check_ptx(ptx, entry):
 
 def _outputs(outputs):
     if not isinstance(outputs, (list, tuple)) or not outputs:
-        _refuse("outputs", f"must be a non-empty list of (sample_shape, dtype) pairs, got {outputs!r}")
+        _args.refuse("outputs", f"must be a non-empty list of (sample_shape, dtype) pairs, got {outputs!r}")
     shapes, dtypes = [], []
     for i, pair in enumerate(outputs):
         if not isinstance(pair, (list, tuple)) or len(pair) != 2:
-            _refuse(f"outputs[{i}]", f"must be a (sample_shape, dtype) pair, got {pair!r}")
+            _args.refuse(f"outputs[{i}]", f"must be a (sample_shape, dtype) pair, got {pair!r}")
         shape, dtype = pair
         try:
             shape = tf.TensorShape(shape)
         except (TypeError, ValueError):
-            _refuse(f"outputs[{i}]", f"has a sample shape that is not a shape: {shape!r}")
+            _args.refuse(f"outputs[{i}]", f"has a sample shape that is not a shape: {shape!r}")
         if not shape.is_fully_defined():
-            _refuse(f"outputs[{i}]", f"needs a fully defined sample shape, got {shape}")
+            _args.refuse(f"outputs[{i}]", f"needs a fully defined sample shape, got {shape}")
         try:
             dtype = tf.as_dtype(dtype)
         except TypeError:
-            _refuse(f"outputs[{i}]", f"has a dtype TensorFlow does not know: {dtype!r}")
+            _args.refuse(f"outputs[{i}]", f"has a dtype TensorFlow does not know: {dtype!r}")
         if dtype not in DTYPES:
-            _refuse(f"outputs[{i}]", f"has dtype {dtype.name}; supported: {[d.name for d in DTYPES]}")
+            _args.refuse(f"outputs[{i}]", f"has dtype {dtype.name}; supported: {[d.name for d in DTYPES]}")
         shapes.append(shape)
         dtypes.append(dtype)
     return shapes, dtypes
@@ -147,12 +143,12 @@ def cuda_kernel(
     ptx = _check_ptx(ptx, entry)
     shapes, dtypes = _outputs(outputs)
     if grid not in GRID_RULES:
-        _refuse("grid", f"must be one of {GRID_RULES}, got {grid!r}")
+        _args.refuse("grid", f"must be one of {GRID_RULES}, got {grid!r}")
     if grid == "fixed":
         if not grid_dims or len(grid_dims) > 3:
-            _refuse("grid_dims", f"must give 1 to 3 block counts for grid='fixed', got {grid_dims!r}")
+            _args.refuse("grid_dims", f"must give 1 to 3 block counts for grid='fixed', got {grid_dims!r}")
     elif grid_dims:
-        _refuse("grid_dims", f"is only for grid='fixed' (grid is {grid!r})")
+        _args.refuse("grid_dims", f"is only for grid='fixed' (grid is {grid!r})")
     grid_dims = [_args.int_value(g, "grid_dims") for g in (grid_dims or [])]
     for arg, value in (
         ("block", block),
@@ -162,16 +158,16 @@ def cuda_kernel(
     ):
         _args.int_value(value, arg)
     if not 1 <= block <= 1024:
-        _refuse("block", f"must be in [1, 1024] threads, got {block}")
+        _args.refuse("block", f"must be in [1, 1024] threads, got {block}")
     if items_per_thread < 1:
-        _refuse("items_per_thread", f"must be >= 1, got {items_per_thread}")
+        _args.refuse("items_per_thread", f"must be >= 1, got {items_per_thread}")
     ints = [_args.int_value(v, f"int_scalars[{i}]") for i, v in enumerate(int_scalars)]
     floats = [_args.float_value(v, f"float_scalars[{i}]") for i, v in enumerate(float_scalars)]
     tensors = []
     for i, t in enumerate(inputs):
         t = tf.convert_to_tensor(t)
         if t.dtype not in DTYPES:
-            _refuse(f"inputs[{i}]", f"has dtype {t.dtype.name}; supported: {[d.name for d in DTYPES]}")
+            _args.refuse(f"inputs[{i}]", f"has dtype {t.dtype.name}; supported: {[d.name for d in DTYPES]}")
         tensors.append(t)
     with tf.name_scope(name or "CudaKernel"):
         return _load.ops.on_the_fly_cuda_kernel(
