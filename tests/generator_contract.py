@@ -143,7 +143,7 @@ class GeneratorContract:
         """A graph loop that generates each step's batch on one device runs in one partition
         of the graph: no node of the op's inputs sits on another device (a part on /CPU:0
         would trade the loop's control with the GPU's part every iteration). In the CPU
-        variant the loop runs on a second CPU device of the session, which a node on the
+        variant the loop runs on a second CPU device of the tf.compat.v1.Session, which a node on the
         host's /CPU:0 would split from just as it splits a GPU's part."""
         n = self.batch_size
         device = "/GPU:0" if device_util.device() == "gpu" else "/CPU:1"
@@ -157,9 +157,9 @@ class GeneratorContract:
             loop = tf.compat.v1.while_loop(lambda i, acc: i < 3, body, [tf.constant(0), tf.constant(0.0)])
         config = tf.compat.v1.ConfigProto(device_count={"CPU": 2}, allow_soft_placement=False)
         metadata = tf.compat.v1.RunMetadata()
-        with tf.compat.v1.Session(graph=graph, config=config) as session:
-            session.run(loop, options=tf.compat.v1.RunOptions(output_partition_graphs=True), run_metadata=metadata)
-        # The session's fetches are received on /CPU:0 after the loop; what counts is which
+        with tf.compat.v1.Session(graph=graph, config=config) as sess:
+            sess.run(loop, options=tf.compat.v1.RunOptions(output_partition_graphs=True), run_metadata=metadata)
+        # The Session's fetches are received on /CPU:0 after the loop; what counts is which
         # parts run the loop (each has its own copy of the loop's control nodes).
         loop_devices = {
             node.device
