@@ -45,6 +45,9 @@ from tf_onthefly import data, timing
 from tf_onthefly.cuda_kernel import cuda_kernel
 from tf_onthefly.interop import DeviceBridge
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from op_timeline import gpu_kernels, traced  # noqa: E402
+
 ENTRY = "otf_uniform_batch"
 P = 0.5
 SEED = 1
@@ -208,11 +211,20 @@ def part_rate(args, ptx_text):
 
         times = timing.call_times(run_cupy, args.rounds, warmup=1, sync=lambda r: stream.synchronize())
         result["cupy"] = {k: v / calls if k == "median" else v for k, v in timing.summary(times).items()}
+        # The kernel's GPU time per launch, from a trace of one timed call of each (the
+        # profiler records CuPy's launches in this process too).
+        for name, call in (("ptx-op", lambda: runners["ptx-op"](next_first())), ("cupy", run_cupy)):
+            _, planes = traced(call)
+            stream.synchronize()
+            durations = [d for k, _, d in gpu_kernels(planes) if ENTRY in k]
+            result[name]["kernel_ms"] = sum(durations) / 1e9 / calls if durations else None
     for name in list(result):
         if isinstance(result[name], dict):
             result[name]["TB/s"] = result["bytes"] / result[name]["median"] / 1e12
     if "ptx-op" in result and "cupy" in result:
         result["ptx-op / cupy rate"] = result["cupy"]["median"] / result["ptx-op"]["median"]
+        if result["ptx-op"]["kernel_ms"] and result["cupy"]["kernel_ms"]:
+            result["ptx-op / cupy kernel rate"] = result["cupy"]["kernel_ms"] / result["ptx-op"]["kernel_ms"]
     return result
 
 

@@ -33,6 +33,7 @@ from tf_onthefly import timing
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from no_copy_profile import count_copies  # noqa: E402
+from op_timeline import gpu_kernels, host_op_events, traced  # noqa: E402
 
 UP = [0.3, 0.5, 0.7]
 
@@ -55,6 +56,21 @@ def unrolled(op, calls):
     return run
 
 
+def graph_loop(op, steps):
+    """A tf.function running `op(i)` for i < steps in a tf.while_loop (a training loop's
+    shape: TensorFlow's per-call work overlaps the previous call's kernels), returning the
+    largest probe so no call is pruned."""
+
+    @tf.function
+    def run():
+        def body(i, acc):
+            return i + 1, tf.maximum(acc, probe(op(i)[0]))
+
+        return tf.while_loop(lambda i, _: i < steps, body, (tf.constant(0, tf.int64), tf.constant(0.0)))[1]
+
+    return run
+
+
 def timed_rounds(paths, rounds, calls, repeats):
     """{name: [per-round median seconds per op call]} with the paths interleaved in rounds."""
     per_round = {name: [] for name in paths}
@@ -63,6 +79,15 @@ def timed_rounds(paths, rounds, calls, repeats):
             times = timing.call_times(run, repeats, warmup=1, sync=lambda r: r.numpy())
             per_round[name].append(timing.summary(times)["median"] / calls)
     return per_round
+
+
+def device_ms(call, match, calls):
+    """GPU milliseconds per op call in a trace of one `call()` that makes `calls` op calls:
+    the summed durations of the kernels whose name contains `match` (None when the trace
+    has no device events)."""
+    _, planes = traced(call)
+    durations = [d for name, _, d in gpu_kernels(planes) if match in name]
+    return sum(durations) / 1e9 / calls if durations else None
 
 
 def ratio(numerators, denominators):
@@ -102,16 +127,29 @@ def forms(lib, rows, length, rounds):
 
 
 def by_hand(binary, rows, length, rounds):
+    """The op's rate against the by-hand program's (which times each launch with CUDA
+    events: GPU time), three ways: wall time per call of ten calls unrolled in one
+    tf.function (the function's own dispatch and the final sync included), of forty calls
+    in a graph loop (a training loop's steady state), and the op's kernels' GPU time from
+    a trace."""
     up = tf.constant(UP)
-    run = unrolled(lambda i: tf_onthefly.drift_walk(rows, length, up, seed=1, step=i), 10)
-    op, hand = [], []
+    calls, loop_calls = 10, 40
+
+    def walks(i):
+        return tf_onthefly.drift_walk(rows, length, up, seed=1, step=i)
+
+    run, loop = unrolled(walks, calls), graph_loop(walks, loop_calls)
+    op, op_loop, op_device, hand = [], [], [], []
     for _ in range(rounds):
         times = timing.call_times(run, 5, warmup=1, sync=lambda r: r.numpy())
-        op.append(timing.summary(times)["median"] / 10)
+        op.append(timing.summary(times)["median"] / calls)
+        times = timing.call_times(loop, 3, warmup=1, sync=lambda r: r.numpy())
+        op_loop.append(timing.summary(times)["median"] / loop_calls)
+        op_device.append(device_ms(run, "drift_walk", calls))
         out = subprocess.run([binary, str(rows), str(length), "50"], capture_output=True, text=True, check=True)
         hand.append(timing.summary(json.loads(out.stdout)["ms"])["median"] / 1e3)
-    r = ratio(hand, op)
-    return dict(
+    r, r_loop = ratio(hand, op), ratio(hand, op_loop)
+    result = dict(
         rows=rows,
         length=length,
         bytes=rows * (length + 1) * 4,
@@ -119,35 +157,45 @@ def by_hand(binary, rows, length, rounds):
         by_hand_ms=1e3 * np.median(hand),
         op_rate_vs_by_hand=r["median"],
         spread=r["spread"],
+        op_loop_ms=1e3 * np.median(op_loop),
+        loop_rate_vs_by_hand=r_loop["median"],
+        loop_spread=r_loop["spread"],
     )
+    if None not in op_device:
+        d = ratio(hand, [ms / 1e3 for ms in op_device])
+        result.update(op_kernel_ms=float(np.median(op_device)), kernel_rate_vs_by_hand=d["median"], kernel_spread=d["spread"])
+    return result
 
 
 def step_cost(steps, rounds):
+    """Microseconds per step of a graph loop at a tiny batch, drift_walk against random_walk:
+    wall time per step (the rounds' paired differences), and, resolved finer, each op's own
+    host time per call (its Compute: attributes, allocation, launch) and its kernels' GPU
+    time per step, from a trace of one loop each."""
     up = tf.constant(UP)
     gens = {
-        "drift_walk": lambda i: tf_onthefly.drift_walk(32, 16, up, seed=1, step=i),
-        "random_walk": lambda i: tf_onthefly.random_walk(32, 16, seed=1, step=i),
+        "drift_walk": (lambda i: tf_onthefly.drift_walk(32, 16, up, seed=1, step=i), "DriftWalk", "drift_walk"),
+        "random_walk": (lambda i: tf_onthefly.random_walk(32, 16, seed=1, step=i), "RandomWalk", "random_walk"),
     }
-
-    def loop(gen):
-        @tf.function
-        def run():
-            def body(i, acc):
-                return i + 1, tf.maximum(acc, probe(gen(i)[0]))
-
-            return tf.while_loop(lambda i, _: i < steps, body, (tf.constant(0, tf.int64), tf.constant(0.0)))[1]
-
-        return run
-
-    t = timed_rounds({k: loop(g) for k, g in gens.items()}, rounds, steps, 5)
+    loops = {k: graph_loop(g, steps) for k, (g, _, _) in gens.items()}
+    t = timed_rounds(loops, rounds, steps, 5)
     diffs = [a - b for a, b in zip(t["drift_walk"], t["random_walk"])]
-    return dict(
+    result = dict(
         steps=steps,
         drift_walk_us=1e6 * np.median(t["drift_walk"]),
         random_walk_us=1e6 * np.median(t["random_walk"]),
         difference_us=1e6 * float(np.median(diffs)),
         difference_range_us=[1e6 * min(diffs), 1e6 * max(diffs)],
     )
+    for name, (_, op_name, kernel_match) in gens.items():
+        _, planes = traced(loops[name])
+        host = [us for durs in host_op_events(planes, op_name).values() for us in durs]
+        kernels = [d for k, _, d in gpu_kernels(planes) if kernel_match in k]
+        result[f"{name}_host_us"] = float(np.median(host)) if host else None
+        result[f"{name}_kernel_us"] = sum(kernels) / 1e6 / steps if kernels else None
+    if result["drift_walk_host_us"] is not None and result["random_walk_host_us"] is not None:
+        result["host_difference_us"] = result["drift_walk_host_us"] - result["random_walk_host_us"]
+    return result
 
 
 def input_copies(steps):

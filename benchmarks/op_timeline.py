@@ -42,6 +42,39 @@ def events(logdir):
     return out
 
 
+def gpu_kernels(planes):
+    """[(name, start ps, duration ps)] of the GPU kernels and copies in a trace's events,
+    in stream order (empty when TensorFlow could not load CUPTI)."""
+    gpu = [e for name, evs in planes.items() if "GPU" in name for e in evs if "Stream" in e[0]]
+    return sorted(((n, s, d) for _, n, s, d in gpu if d > 0), key=lambda e: e[1])
+
+
+def host_op_events(planes, match):
+    """{op annotation: [host microseconds of each Compute]} of the ops whose host events'
+    names contain `match`: the op's own work on the host (attributes, allocation, launch)."""
+    host = collections.defaultdict(list)
+    for name, evs in planes.items():
+        if "host" in name.lower():
+            for _, ev, _, dur in evs:
+                if match in ev:
+                    host[ev.split(":")[0][:60]].append(dur / 1e6)
+    return host
+
+
+def traced(call):
+    """(wall seconds, events) of one call of `call()`, traced; its result is synced by
+    .numpy() when it has one."""
+    logdir = tempfile.mkdtemp()
+    tf.profiler.experimental.start(logdir)
+    t0 = time.perf_counter()
+    result = call()
+    if hasattr(result, "numpy"):
+        result.numpy()
+    wall = time.perf_counter() - t0
+    tf.profiler.experimental.stop()
+    return wall, events(logdir)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mib", type=int, default=256)
@@ -70,16 +103,8 @@ def main():
     with tf.device(device):
         for k in range(3):
             run(tf.constant(k * args.unroll, tf.int64)).numpy()  # trace, warm up
-        logdir = tempfile.mkdtemp()
-        tf.profiler.experimental.start(logdir)
-        t0 = time.perf_counter()
-        run(tf.constant(100 * args.unroll, tf.int64)).numpy()
-        wall = time.perf_counter() - t0
-        tf.profiler.experimental.stop()
-
-    planes = events(logdir)
-    gpu = [e for name, evs in planes.items() if "GPU" in name for e in evs if "Stream" in e[0]]
-    kernels = sorted(((n, s, d) for _, n, s, d in gpu if d > 0), key=lambda e: e[1])
+        wall, planes = traced(lambda: run(tf.constant(100 * args.unroll, tf.int64)))
+    kernels = gpu_kernels(planes)
     if not kernels:
         print("no device events in the trace: TensorFlow could not load CUPTI (libcupti.so.12)")
     print(
@@ -103,13 +128,7 @@ def main():
             f"GPU span {span:.1f} us: our kernels {ours:.1f} us, other kernels {other:.1f} us, idle {idle:.1f} us "
             f"({idle / span:.0%})"
         )
-    host = collections.defaultdict(list)
-    for name, evs in planes.items():
-        if "host" in name.lower():
-            for line, ev, start, dur in evs:
-                if "RandomBatch" in ev:
-                    host[ev.split(":")[0][:60]].append(dur / 1e6)
-    for ev, durs in sorted(host.items()):
+    for ev, durs in sorted(host_op_events(planes, "RandomBatch").items()):
         print(f"host: {ev:60s} {len(durs):3d} events, median {sorted(durs)[len(durs) // 2]:8.1f} us")
     # Where the host's time goes: every host event (TensorFlow's TraceMe annotations, the CUDA
     # API calls CUPTI records), summed by thread line and name, largest first.

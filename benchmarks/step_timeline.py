@@ -20,26 +20,13 @@ import collections
 import os
 import re
 import sys
-import tempfile
-import time
 
 import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from op_timeline import events  # noqa: E402
+from op_timeline import traced  # noqa: E402
 
 from tf_onthefly import bench  # noqa: E402
-
-
-def trace(run, steps):
-    """(wall seconds, events) of run(steps), traced."""
-    logdir = tempfile.mkdtemp()
-    tf.profiler.experimental.start(logdir)
-    t0 = time.perf_counter()
-    run(steps)
-    wall = time.perf_counter() - t0
-    tf.profiler.experimental.stop()
-    return wall, events(logdir)
 
 
 def event_kind(name):
@@ -99,7 +86,7 @@ def main():
     gpu = bool(tf.config.list_physical_devices("GPU"))
     cfg = bench.configs(gpu)[args.config]
     results = {}
-    trace(lambda steps: tf.constant(steps) + 1, 1)  # the profiler's own start-up, traced away
+    traced(lambda: tf.constant(1) + 1)  # the profiler's own start-up, traced away
     with tf.device("/GPU:0" if gpu else "/CPU:0"):
         for path in args.paths.split(","):
             tf.keras.utils.set_random_seed(0)
@@ -107,7 +94,7 @@ def main():
             steps = granule * args.calls
             run(granule)
             run(steps)  # trace, warm up
-            results[path] = summarize(*trace(run, steps), steps)
+            results[path] = summarize(*traced(lambda: run(steps)), steps)
     first = next(iter(results))
     for path, (row, host, device) in results.items():
         print(

@@ -158,24 +158,23 @@ class GpuBridgeTest(device_util.DeviceTestCase):
         self.assertEqual(float(t[0]), 42.0)
 
     def test_cupy_ordering_against_a_slow_producer(self):
-        """The producer writes `step` into a 64 MiB batch with a slow kernel on its own
-        non-blocking stream; TensorFlow reads it at once. Without the bridge's wait the
-        reduction would see the previous batch's values or a mix (a torn or stale read): the
-        control run, with the wait turned off, counts how often that happens."""
+        """The producer writes `step` into a 64 MiB batch on its own non-blocking stream,
+        behind a matrix product that keeps that stream busy for milliseconds; TensorFlow
+        reads the batch at once. A read that does not wait for the producer sees the
+        memory's previous contents (the last batch's values from CuPy's pool, or fresh
+        memory): a stale or torn read. The control run, with the wait turned off, must see
+        such reads, or the check could not catch a race."""
         self.require(cupy, "cupy")
         n = 16 << 20
-        slow_fill = cupy.ElementwiseKernel(
-            "float32 v, int32 reps",
-            "float32 y",
-            "float acc = 0; for (int i = 0; i < reps; ++i) acc += 1e-30f * i; y = v + acc;",
-            "otf_slow_fill",
-        )
         stream = cupy.cuda.Stream(non_blocking=True)
+        with stream:
+            weight = cupy.ones((8192, 8192), cupy.float32)  # a product of ~1 TFLOP
 
         def make(step):
             with stream:
-                out = cupy.empty(n, cupy.float32)
-                slow_fill(cupy.float32(step), cupy.int32(200), out)
+                busy = weight @ weight
+                out = cupy.full(n, step, cupy.float32)  # queued behind the product
+                del busy
             return (out.reshape(-1, 1024),)
 
         sig = (tf.TensorSpec([n // 1024, 1024], tf.float32),)
@@ -193,6 +192,7 @@ class GpuBridgeTest(device_util.DeviceTestCase):
         torn = run(DeviceBridge(make, sig, sync=lambda a: None))
         stream.synchronize()
         print(f"control, no wait: {torn} of 10 batches read torn or stale")
+        self.assertGreater(torn, 0, "the control run read no torn batch: this check would not catch a race")
 
     def test_no_memory_growth_over_10000_steps(self):
         self.require(cupy, "cupy")
