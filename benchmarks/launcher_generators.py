@@ -188,7 +188,7 @@ def step_cost(steps, rounds):
         difference_range_us=[1e6 * min(diffs), 1e6 * max(diffs)],
     )
     for name, (_, op_name, kernel_match) in gens.items():
-        _, planes = traced(loops[name])
+        _, planes = traced(loops[name], host_level=3)
         host = [us for durs in host_op_events(planes, op_name).values() for us in durs]
         kernels = [d for k, _, d in gpu_kernels(planes) if kernel_match in k]
         result[f"{name}_host_us"] = float(np.median(host)) if host else None
