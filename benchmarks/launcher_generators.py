@@ -33,7 +33,7 @@ from tf_onthefly import timing
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from no_copy_profile import count_copies  # noqa: E402
-from op_timeline import gpu_kernels, host_op_events, traced  # noqa: E402
+from op_timeline import gpu_kernels, traced  # noqa: E402
 
 UP = [0.3, 0.5, 0.7]
 
@@ -59,14 +59,15 @@ def unrolled(op, calls):
 def graph_loop(op, steps):
     """A tf.function running `op(i)` for i < steps in a tf.while_loop (a training loop's
     shape: TensorFlow's per-call work overlaps the previous call's kernels), returning the
-    largest probe so no call is pruned."""
+    largest probe so no call is pruned. The counter is int32, kept on the host as
+    DataPosition.run_steps keeps it (an int64 one costs a device-to-host wait a step)."""
 
     @tf.function
     def run():
         def body(i, acc):
-            return i + 1, tf.maximum(acc, probe(op(i)[0]))
+            return i + 1, tf.maximum(acc, probe(op(tf.cast(i, tf.int64))[0]))
 
-        return tf.while_loop(lambda i, _: i < steps, body, (tf.constant(0, tf.int64), tf.constant(0.0)))[1]
+        return tf.while_loop(lambda i, _: i < steps, body, (tf.constant(0, tf.int32), tf.constant(0.0)))[1]
 
     return run
 
@@ -163,21 +164,22 @@ def by_hand(binary, rows, length, rounds):
     )
     if None not in op_device:
         d = ratio(hand, [ms / 1e3 for ms in op_device])
-        result.update(op_kernel_ms=float(np.median(op_device)), kernel_rate_vs_by_hand=d["median"], kernel_spread=d["spread"])
+        result.update(
+            op_kernel_ms=float(np.median(op_device)), kernel_rate_vs_by_hand=d["median"], kernel_spread=d["spread"]
+        )
     return result
 
 
 def step_cost(steps, rounds):
     """Microseconds per step of a graph loop at a tiny batch, drift_walk against random_walk:
-    wall time per step (the rounds' paired differences), and, resolved finer, each op's own
-    host time per call (its Compute: attributes, allocation, launch) and its kernels' GPU
-    time per step, from a trace of one loop each."""
+    wall time per step, the rounds' paired differences, and each op's kernels' GPU time
+    per step from a trace of one loop each."""
     up = tf.constant(UP)
     gens = {
-        "drift_walk": (lambda i: tf_onthefly.drift_walk(32, 16, up, seed=1, step=i), "DriftWalk", "drift_walk"),
-        "random_walk": (lambda i: tf_onthefly.random_walk(32, 16, seed=1, step=i), "RandomWalk", "random_walk"),
+        "drift_walk": lambda i: tf_onthefly.drift_walk(32, 16, up, seed=1, step=i),
+        "random_walk": lambda i: tf_onthefly.random_walk(32, 16, seed=1, step=i),
     }
-    loops = {k: graph_loop(g, steps) for k, (g, _, _) in gens.items()}
+    loops = {k: graph_loop(g, steps) for k, g in gens.items()}
     t = timed_rounds(loops, rounds, steps, 5)
     diffs = [a - b for a, b in zip(t["drift_walk"], t["random_walk"])]
     result = dict(
@@ -187,14 +189,9 @@ def step_cost(steps, rounds):
         difference_us=1e6 * float(np.median(diffs)),
         difference_range_us=[1e6 * min(diffs), 1e6 * max(diffs)],
     )
-    for name, (_, op_name, kernel_match) in gens.items():
-        _, planes = traced(loops[name], host_level=3)
-        host = [us for durs in host_op_events(planes, op_name).values() for us in durs]
-        kernels = [d for k, _, d in gpu_kernels(planes) if kernel_match in k]
-        result[f"{name}_host_us"] = float(np.median(host)) if host else None
+    for name, run in loops.items():
+        kernels = [d for k, _, d in gpu_kernels(traced(run)[1]) if name in k]
         result[f"{name}_kernel_us"] = sum(kernels) / 1e6 / steps if kernels else None
-    if result["drift_walk_host_us"] is not None and result["random_walk_host_us"] is not None:
-        result["host_difference_us"] = result["drift_walk_host_us"] - result["random_walk_host_us"]
     return result
 
 
@@ -207,10 +204,11 @@ def input_copies(steps):
         @tf.function
         def run():
             acc = tf.constant(0.0)
-            for i in tf.range(steps, dtype=tf.int64):
+            for i in tf.range(steps, dtype=tf.int32):  # an int32 counter stays on the host
                 if update:
                     v.assign(tf.clip_by_value(v * 0.999 + 0.0005, 0.0, 1.0))
-                acc = tf.maximum(acc, probe(tf_onthefly.drift_walk(256, 64, v, seed=1, step=i)[0]))
+                walks = tf_onthefly.drift_walk(256, 64, v, seed=1, step=tf.cast(i, tf.int64))[0]
+                acc = tf.maximum(acc, probe(walks))
             return acc
 
         return run

@@ -61,12 +61,11 @@ def host_op_events(planes, match):
     return host
 
 
-def traced(call, host_level=2):
+def traced(call):
     """(wall seconds, events) of one call of `call()`, traced; its result is synced by
-    .numpy() when it has one. host_level 3 also records the ops TensorFlow's executor
-    deems inexpensive and runs inline (a small launch on a GPU is one)."""
+    .numpy() when it has one."""
     logdir = tempfile.mkdtemp()
-    tf.profiler.experimental.start(logdir, tf.profiler.experimental.ProfilerOptions(host_tracer_level=host_level))
+    tf.profiler.experimental.start(logdir)
     t0 = time.perf_counter()
     result = call()
     if hasattr(result, "numpy"):

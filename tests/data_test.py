@@ -190,6 +190,12 @@ class ResumeTest(device_util.DeviceTestCase):
         self.assertAllEqual(last, expected)
         many(1)
         self.assertEqual(int(looped.step.numpy()), 6)
+        # The loop counts in int32 (on the host): a count it cannot hold is refused, not wrapped.
+        with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "run_steps: num_steps must be below 2"):
+            many(tf.constant(2**31, tf.int64))
+        with self.assertRaisesRegex(ValueError, "run_steps: num_steps must be below 2"):
+            tf.function(lambda: looped.run_steps(lambda batch: 0.0, 2**31))()
+        self.assertEqual(int(looped.step.numpy()), 6)
 
     def test_host_iterator_checkpoint_resume(self):
         it = iter(data.host_dataset(teacher))

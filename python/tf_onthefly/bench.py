@@ -308,13 +308,13 @@ class _LoopRunner(_Runner):
             self.call = call
 
     def run(self, steps):
-        n = tf.constant(self.granule, tf.int64)
+        n = tf.constant(self.granule, tf.int32)  # an int32 loop counter stays on the host
         for _ in range(max(1, steps // self.granule)):
             out = self.call(n)
         out.numpy()  # wait for the device
 
     def _times(self, chunks, calls, discard):
-        n = tf.constant(self.granule, tf.int64)
+        n = tf.constant(self.granule, tf.int32)  # an int32 loop counter stays on the host
 
         def chunk():
             for _ in range(calls):
