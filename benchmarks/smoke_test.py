@@ -18,6 +18,7 @@ SDK_TEST_OPS = "{sdk_test_ops}"  # filled in from --sdk-test-ops
 # (script, arguments): every script in benchmarks/ (tests/ below checks none is missing).
 CPU_RUNS = [
     ("op_cost.py", ["--smoke", "--device=cpu"]),
+    ("loop_counter.py", ["--smoke"]),
     ("op_timeline.py", ["--smoke"]),
     ("step_timeline.py", ["--smoke"]),
     ("mirrored_placement.py", ["--smoke"]),

@@ -14,7 +14,8 @@ be there), or into folder D with --target, put first on every run's PYTHONPATH. 
             run twice
   rates     generation rates: the peers (benchmarks/peer_rates.py), ours next to TF's ops,
             a copy and NumPy (python -m tf_onthefly.rates), one op's kernel timeline
-  cost      what one op adds to a step (benchmarks/op_cost.py), with and without XLA
+  cost      what one op adds to a step (benchmarks/op_cost.py), with and without XLA, and
+            what a graph loop's counter costs (benchmarks/loop_counter.py)
   trace     where a step's time goes, path by path (benchmarks/step_timeline.py)
   copies    host<->device bytes per step, one GPU and MirroredStrategy (no_copy_profile)
   mirrored  the MirroredStrategy rows one change at a time, and the placer's log
@@ -156,6 +157,7 @@ def steps(mode, args, name):
         return [
             ("op_cost", [PY, f"{b}/op_cost.py", "--placement"], 600, ROOT),
             ("op_cost_jit", [PY, f"{b}/op_cost.py", "--jit"], 600, ROOT),
+            ("loop_counter", [PY, f"{b}/loop_counter.py"], 600, ROOT),
         ]
     if mode == "trace":
         return [
