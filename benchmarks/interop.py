@@ -11,7 +11,8 @@ side by side in one process:
   cupy-bridge  CuPy launching it, handed to TensorFlow by tf_onthefly.interop.DeviceBridge.
 Parts:
   rate       1 GiB of features per call, K calls back to back, median per call (target:
-             ptx-op >= 0.95x cupy);
+             ptx-op >= 0.95x cupy), the PTX op also in a graph loop of 4K calls and by its
+             kernel's GPU time in a trace;
   step_cost  per step of a graph loop at a tiny batch (32 x 16), where launching is all
              there is (target: ptx-op within 5 us of builtin);
   wide       64 MiB batches (65,536 x 256) consumed by a reduction in a tf.function loop:
@@ -199,6 +200,20 @@ def part_rate(args, ptx_text):
     for name, run in runners.items():
         times = timing.call_times(lambda run=run: run(next_first()), args.rounds, warmup=1, sync=lambda r: r.numpy())
         result[name] = {k: v / calls if k == "median" else v for k, v in timing.summary(times).items()}
+    if "ptx-op" in paths:
+        # A training loop's steady state: four times as many calls in a graph loop counting
+        # in int32 (on the host), the function's dispatch and sync paid once for them all.
+        gen, loop_calls = paths["ptx-op"], 4 * calls
+
+        @tf.function
+        def loop():
+            def body(i, acc):
+                return i + 1, acc + gen(tf.cast(i, tf.int64))[0][0, -1]
+
+            return tf.while_loop(lambda i, _: i < loop_calls, body, (tf.constant(0, tf.int32), tf.constant(0.0)))[1]
+
+        times = timing.call_times(loop, args.rounds, warmup=1, sync=lambda r: r.numpy())
+        result["ptx-op loop"] = {k: v / loop_calls if k == "median" else v for k, v in timing.summary(times).items()}
     cupy = _cupy() if gpu else None
     if cupy is not None:
         launch = CupyLauncher(cupy, args.ptx, batch, dim)
@@ -211,20 +226,19 @@ def part_rate(args, ptx_text):
 
         times = timing.call_times(run_cupy, args.rounds, warmup=1, sync=lambda r: stream.synchronize())
         result["cupy"] = {k: v / calls if k == "median" else v for k, v in timing.summary(times).items()}
-        # The kernel's GPU time per launch, from a trace of one timed call of each (the
-        # profiler records CuPy's launches in this process too).
-        for name, call in (("ptx-op", lambda: runners["ptx-op"](next_first())), ("cupy", run_cupy)):
-            _, planes = traced(call)
-            stream.synchronize()
-            durations = [d for k, _, d in gpu_kernels(planes) if ENTRY in k]
-            result[name]["kernel_ms"] = sum(durations) / 1e9 / calls if durations else None
+        # The op's kernel GPU time per call, from a trace of one timed call (TensorFlow's
+        # trace does not hold CuPy's launches: CuPy's side is its wall time per launch).
+        _, planes = traced(lambda: runners["ptx-op"](next_first()))
+        durations = [d for k, _, d in gpu_kernels(planes) if ENTRY in k]
+        result["ptx-op"]["kernel_ms"] = sum(durations) / 1e9 / calls if durations else None
     for name in list(result):
         if isinstance(result[name], dict):
             result[name]["TB/s"] = result["bytes"] / result[name]["median"] / 1e12
     if "ptx-op" in result and "cupy" in result:
         result["ptx-op / cupy rate"] = result["cupy"]["median"] / result["ptx-op"]["median"]
-        if result["ptx-op"]["kernel_ms"] and result["cupy"]["kernel_ms"]:
-            result["ptx-op / cupy kernel rate"] = result["cupy"]["kernel_ms"] / result["ptx-op"]["kernel_ms"]
+        result["ptx-op loop / cupy rate"] = result["cupy"]["median"] / result["ptx-op loop"]["median"]
+        if result["ptx-op"]["kernel_ms"]:
+            result["ptx-op kernel / cupy rate"] = 1e3 * result["cupy"]["median"] / result["ptx-op"]["kernel_ms"]
     return result
 
 
