@@ -278,7 +278,8 @@ class DataPosition(tf.Module):
 
 
 def _loop_count(num_steps, what):
-    """num_steps as an int32 on the host, refused (not wrapped) from 2^31 on."""
+    """num_steps as an int32 on the host, refused (not wrapped) from 2^31 on. Under XLA,
+    which compiles assertions away, a tensor count from 2^31 on counts to 2^31 - 1."""
     static = tf.get_static_value(num_steps)
     if static is not None:
         if int(static) >= 2**31:
@@ -290,7 +291,7 @@ def _loop_count(num_steps, what):
             wide, tf.constant(2**31, tf.int64), message=f"{what}: num_steps must be below 2^31"
         )
         with tf.control_dependencies([check]):
-            return tf.cast(wide, tf.int32)
+            return tf.cast(tf.minimum(wide, 2**31 - 1), tf.int32)
 
 
 class GeneratorModel(tf.keras.Model):
