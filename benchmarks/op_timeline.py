@@ -49,18 +49,6 @@ def gpu_kernels(planes):
     return sorted(((n, s, d) for _, n, s, d in gpu if d > 0), key=lambda e: e[1])
 
 
-def host_op_events(planes, match):
-    """{op annotation: [host microseconds of each Compute]} of the ops whose host events'
-    names contain `match`: the op's own work on the host (attributes, allocation, launch)."""
-    host = collections.defaultdict(list)
-    for name, evs in planes.items():
-        if "host" in name.lower():
-            for _, ev, _, dur in evs:
-                if match in ev:
-                    host[ev.split(":")[0][:60]].append(dur / 1e6)
-    return host
-
-
 def traced(call):
     """(wall seconds, events) of one call of `call()`, traced; its result is synced by
     .numpy() when it has one."""
@@ -128,7 +116,13 @@ def main():
             f"GPU span {span:.1f} us: our kernels {ours:.1f} us, other kernels {other:.1f} us, idle {idle:.1f} us "
             f"({idle / span:.0%})"
         )
-    for ev, durs in sorted(host_op_events(planes, "RandomBatch").items()):
+    host = collections.defaultdict(list)
+    for name, evs in planes.items():
+        if "host" in name.lower():
+            for line, ev, start, dur in evs:
+                if "RandomBatch" in ev:
+                    host[ev.split(":")[0][:60]].append(dur / 1e6)
+    for ev, durs in sorted(host.items()):
         print(f"host: {ev:60s} {len(durs):3d} events, median {sorted(durs)[len(durs) // 2]:8.1f} us")
     # Where the host's time goes: every host event (TensorFlow's TraceMe annotations, the CUDA
     # API calls CUPTI records), summed by thread line and name, largest first.
