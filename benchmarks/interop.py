@@ -47,7 +47,7 @@ from tf_onthefly.cuda_kernel import cuda_kernel
 from tf_onthefly.interop import DeviceBridge
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from op_timeline import gpu_kernels, traced  # noqa: E402
+from op_timeline import kernel_ms  # noqa: E402
 
 ENTRY = "otf_uniform_batch"
 P = 0.5
@@ -228,9 +228,7 @@ def part_rate(args, ptx_text):
         result["cupy"] = {k: v / calls if k == "median" else v for k, v in timing.summary(times).items()}
         # The op's kernel GPU time per call, from a trace of one timed call (TensorFlow's
         # trace does not hold CuPy's launches: CuPy's side is its wall time per launch).
-        _, planes = traced(lambda: runners["ptx-op"](next_first()))
-        durations = [d for k, _, d in gpu_kernels(planes) if ENTRY in k]
-        result["ptx-op"]["kernel_ms"] = sum(durations) / 1e9 / calls if durations else None
+        result["ptx-op"]["kernel_ms"] = kernel_ms(lambda: runners["ptx-op"](next_first()), ENTRY, calls)
     for name in list(result):
         if isinstance(result[name], dict):
             result[name]["TB/s"] = result["bytes"] / result[name]["median"] / 1e12

@@ -33,7 +33,7 @@ from tf_onthefly import timing
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from no_copy_profile import count_copies  # noqa: E402
-from op_timeline import gpu_kernels, traced  # noqa: E402
+from op_timeline import kernel_ms  # noqa: E402
 
 UP = [0.3, 0.5, 0.7]
 
@@ -80,15 +80,6 @@ def timed_rounds(paths, rounds, calls, repeats):
             times = timing.call_times(run, repeats, warmup=1, sync=lambda r: r.numpy())
             per_round[name].append(timing.summary(times)["median"] / calls)
     return per_round
-
-
-def device_ms(call, match, calls):
-    """GPU milliseconds per op call in a trace of one `call()` that makes `calls` op calls:
-    the summed durations of the kernels whose name contains `match` (None when the trace
-    has no device events)."""
-    _, planes = traced(call)
-    durations = [d for name, _, d in gpu_kernels(planes) if match in name]
-    return sum(durations) / 1e9 / calls if durations else None
 
 
 def ratio(numerators, denominators):
@@ -146,7 +137,7 @@ def by_hand(binary, rows, length, rounds):
         op.append(timing.summary(times)["median"] / calls)
         times = timing.call_times(loop, 3, warmup=1, sync=lambda r: r.numpy())
         op_loop.append(timing.summary(times)["median"] / loop_calls)
-        op_device.append(device_ms(run, "drift_walk", calls))
+        op_device.append(kernel_ms(run, "drift_walk", calls))
         out = subprocess.run([binary, str(rows), str(length), "50"], capture_output=True, text=True, check=True)
         hand.append(timing.summary(json.loads(out.stdout)["ms"])["median"] / 1e3)
     r, r_loop = ratio(hand, op), ratio(hand, op_loop)
@@ -190,8 +181,8 @@ def step_cost(steps, rounds):
         difference_range_us=[1e6 * min(diffs), 1e6 * max(diffs)],
     )
     for name, run in loops.items():
-        kernels = [d for k, _, d in gpu_kernels(traced(run)[1]) if name in k]
-        result[f"{name}_kernel_us"] = sum(kernels) / 1e6 / steps if kernels else None
+        ms = kernel_ms(run, name, steps)
+        result[f"{name}_kernel_us"] = None if ms is None else 1e3 * ms
     return result
 
 

@@ -63,6 +63,14 @@ def traced(call):
     return wall, events(logdir)
 
 
+def kernel_ms(call, match, calls):
+    """GPU milliseconds per op call in a trace of one `call()` that makes `calls` op calls:
+    the summed durations of the kernels whose name contains `match` (None when the trace
+    has none, as when TensorFlow could not load CUPTI)."""
+    durations = [d for name, _, d in gpu_kernels(traced(call)[1]) if match in name]
+    return sum(durations) / 1e9 / calls if durations else None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mib", type=int, default=256)
