@@ -10,16 +10,18 @@ side by side in one process:
   cupy         CuPy launching the same PTX (cupy.RawModule), outside TensorFlow;
   cupy-bridge  CuPy launching it, handed to TensorFlow by tf_onthefly.interop.DeviceBridge.
 Parts:
-  rate       1 GiB of features per call, K calls back to back, median per call (target:
-             ptx-op >= 0.95x cupy), the PTX op also in a graph loop of 4K calls and by its
-             kernel's GPU time in a trace;
+  rate       1 GiB of features per call, K calls unrolled in a tf.function, the paths
+             interleaved in rounds (target: ptx-op >= 0.95x cupy, per round's ratio), the
+             PTX op also in a graph loop of 4K calls and by its kernel's GPU time in a trace;
   step_cost  per step of a graph loop at a tiny batch (32 x 16), where launching is all
-             there is (target: ptx-op within 5 us of builtin);
+             there is, interleaved in rounds (target: ptx-op within 5 us of builtin, the
+             rounds' paired differences), each op's host time per call from a trace;
   wide       64 MiB batches (65,536 x 256) consumed by a reduction in a tf.function loop:
              steps/s of cupy-bridge and ptx-op against numpy+prefetch (from_python), the
              simple path (target: bridge >= 2x numpy+prefetch);
-  copies     host-to-device copies per step of the same loops in a profiler trace (target:
-             none for ptx-op and cupy-bridge; numpy+prefetch is the control).
+  copies     host-to-device copies per step of the same loops in a profiler trace, with the
+             copies' GPU time as a bound on their bytes where the trace has no sizes
+             (target: none for ptx-op and cupy-bridge; numpy+prefetch is the control).
 --smoke runs every part at toy sizes on any device (host arrays for the bridge, no PTX
 launch without a GPU), to keep the script working where there is no GPU.
 
@@ -47,7 +49,9 @@ from tf_onthefly.cuda_kernel import cuda_kernel
 from tf_onthefly.interop import DeviceBridge
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from op_timeline import kernel_ms  # noqa: E402
+import loops  # noqa: E402
+from op_timeline import events as trace_events  # noqa: E402
+from op_timeline import gpu_kernels, host_totals, host_us, kernel_ms, traced  # noqa: E402
 
 ENTRY = "otf_uniform_batch"
 P = 0.5
@@ -100,7 +104,7 @@ class CupyLauncher:
 
     def __call__(self, step):
         cp = self.cp
-        step_arr = cp.array([step], cp.int64)
+        step_arr = cp.full((1,), step, cp.int64)  # filled by a kernel: no host-to-device copy
         features = cp.empty((self.batch, self.dim), cp.float32)
         labels = cp.empty((self.batch, 1), cp.float32)
         self.kernel(
@@ -174,46 +178,24 @@ def _paths(batch, dim, ptx_path, ptx_text, gpu):
     return paths, bridge
 
 
-def _unrolled(gen, calls):
-    @tf.function
-    def run(first):
-        return tf.add_n([gen(first + i)[0][0, -1] for i in range(calls)])
-
-    return run
-
-
 def part_rate(args, ptx_text):
-    """Seconds per call at `--rate-mib` of features, each path, median of rounds."""
+    """Milliseconds per call at `--rate-mib` of features, the paths interleaved in rounds,
+    and the PTX op's rate against CuPy's per round (median and spread)."""
     dim = 256
     batch = args.rate_mib * (1 << 20) // (4 * dim)
-    calls = args.calls
+    calls, loop_calls = args.calls, 4 * args.calls
     gpu = _gpu()
-    paths, bridge = _paths(batch, dim, args.ptx, ptx_text, gpu)
-    result = {"bytes": batch * dim * 4, "batch": batch, "feature_dim": dim, "calls": calls}
-    runners = {name: _unrolled(gen, calls) for name, gen in paths.items()}
-    counter = [0]
-
-    def next_first():
-        counter[0] += calls
-        return tf.constant(counter[0], tf.int64)
-
-    for name, run in runners.items():
-        times = timing.call_times(lambda run=run: run(next_first()), args.rounds, warmup=1, sync=lambda r: r.numpy())
-        result[name] = {k: v / calls if k == "median" else v for k, v in timing.summary(times).items()}
+    paths, _ = _paths(batch, dim, args.ptx, ptx_text, gpu)
+    # The bridge's rate is part "wide"'s: at 1 GiB, interleaved with the other paths, CuPy's
+    # memory pool and TensorFlow's allocator take turns at the GPU's memory.
+    paths = {name: gen for name, gen in paths.items() if "bridge" not in name}
+    device = "/GPU:0" if gpu else None
+    result = {"bytes": batch * dim * 4, "batch": batch, "feature_dim": dim, "calls": calls, "rounds": args.rounds}
+    timed = {name: (loops.unrolled(gen, calls, device), calls) for name, gen in paths.items()}
     if "ptx-op" in paths:
-        # A training loop's steady state: four times as many calls in a graph loop counting
-        # in int32 (on the host), the function's dispatch and sync paid once for them all.
-        gen, loop_calls = paths["ptx-op"], 4 * calls
-
-        @tf.function
-        def loop():
-            def body(i, acc):
-                return i + 1, acc + gen(tf.cast(i, tf.int64))[0][0, -1]
-
-            return tf.while_loop(lambda i, _: i < loop_calls, body, (tf.constant(0, tf.int32), tf.constant(0.0)))[1]
-
-        times = timing.call_times(loop, args.rounds, warmup=1, sync=lambda r: r.numpy())
-        result["ptx-op loop"] = {k: v / loop_calls if k == "median" else v for k, v in timing.summary(times).items()}
+        # A training loop's steady state: the function's dispatch and sync paid once for
+        # four times as many calls, as a graph loop of steps pays them.
+        timed["ptx-op loop"] = (loops.graph_loop(paths["ptx-op"], loop_calls, device), loop_calls)
     cupy = _cupy() if gpu else None
     if cupy is not None:
         launch = CupyLauncher(cupy, args.ptx, batch, dim)
@@ -222,54 +204,56 @@ def part_rate(args, ptx_text):
         def run_cupy():
             for i in range(calls):
                 launch(i)
-            return None
 
-        times = timing.call_times(run_cupy, args.rounds, warmup=1, sync=lambda r: stream.synchronize())
-        result["cupy"] = {k: v / calls if k == "median" else v for k, v in timing.summary(times).items()}
-        # The op's kernel GPU time per call, from a trace of one timed call (TensorFlow's
+        timed["cupy"] = (run_cupy, calls, lambda _: stream.synchronize())
+    t = loops.timed_rounds(timed, args.rounds, 3)
+    for name, per_call in t.items():
+        s = timing.summary(per_call)
+        result[name] = {"ms": 1e3 * s["median"], "spread": s["spread"], "TB/s": result["bytes"] / s["median"] / 1e12}
+    if "cupy" in t:
+        for name in ("ptx-op", "ptx-op loop"):
+            r = loops.ratio(t["cupy"], t[name])
+            result[f"{name} / cupy rate"] = {"median": r["median"], "spread": r["spread"]}
+        # The op's kernel GPU time per call, from a trace of one unrolled call (TensorFlow's
         # trace does not hold CuPy's launches: CuPy's side is its wall time per launch).
-        result["ptx-op"]["kernel_ms"] = kernel_ms(lambda: runners["ptx-op"](next_first()), ENTRY, calls)
-    for name in list(result):
-        if isinstance(result[name], dict):
-            result[name]["TB/s"] = result["bytes"] / result[name]["median"] / 1e12
-    if "ptx-op" in result and "cupy" in result:
-        result["ptx-op / cupy rate"] = result["cupy"]["median"] / result["ptx-op"]["median"]
-        result["ptx-op loop / cupy rate"] = result["cupy"]["median"] / result["ptx-op loop"]["median"]
-        if result["ptx-op"]["kernel_ms"]:
-            result["ptx-op kernel / cupy rate"] = 1e3 * result["cupy"]["median"] / result["ptx-op"]["kernel_ms"]
+        result["ptx-op"]["kernel_ms"] = kernel_ms(timed["ptx-op"][0], ENTRY, calls)
     return result
 
 
 def part_step_cost(args, ptx_text):
-    """Microseconds per step of a graph loop at a tiny batch."""
+    """Microseconds per step of a graph loop at a tiny batch, where launching is all there
+    is: the built-in op, the PTX op and an empty step interleaved in rounds (the PTX op's
+    difference from the built-in per round), each op's host time per call from a trace;
+    then the bridge, at a tenth of the steps (a host wait and Python each step)."""
     batch, dim, steps = 32, 16, args.loop_steps
     gpu = _gpu()
     paths, bridge = _paths(batch, dim, args.ptx, ptx_text, gpu)
+    bridges = {name: paths.pop(name) for name in ("cupy-bridge", "host-bridge") if name in paths}
     if gpu and bridge is not None:
         # What the bridge's wait costs: the same bridge waiting only for CuPy's current
         # stream (where CupyLauncher launches), and not at all (unsafe; for the difference).
-        paths["cupy-bridge sync=stream"] = cupy_bridge(batch, dim, args.ptx, sync="stream")
-        paths["cupy-bridge no wait (unsafe)"] = cupy_bridge(batch, dim, args.ptx, sync=lambda a: None)
-    paths["empty"] = lambda s: (tf.zeros([batch, dim]) + tf.cast(s, tf.float32), None)
-    result = {"batch": batch, "feature_dim": dim, "steps": steps}
-    for name, gen in paths.items():
-
-        @tf.function
-        def loop(gen=gen):
-            # An int32 counter against a constant count, as benchmarks/launcher_generators.py
-            # loops. With the count passed in as an int32 argument, this loop measured about
-            # 95 us a step on the H200 whatever it generated, against 44 us for the constant
-            # count there (the cause was not traced).
-            def body(s, acc):
-                return s + 1, acc + gen(tf.cast(s, tf.int64))[0][0, 0]
-
-            return tf.while_loop(lambda s, a: s < steps, body, (tf.constant(0, tf.int32), tf.constant(0.0)))[1]
-
-        times = timing.call_times(loop, args.rounds, warmup=1, sync=lambda r: r.numpy())
-        s = timing.summary(times)
-        result[name] = {"us_per_step": s["median"] / steps * 1e6, "spread": s["spread"]}
-    if "ptx-op" in result:
-        result["ptx-op - builtin us"] = result["ptx-op"]["us_per_step"] - result["builtin"]["us_per_step"]
+        bridges["cupy-bridge sync=stream"] = cupy_bridge(batch, dim, args.ptx, sync="stream")
+        bridges["cupy-bridge no wait (unsafe)"] = cupy_bridge(batch, dim, args.ptx, sync=lambda a: None)
+    paths["empty"] = lambda s: (tf.zeros([batch, dim]) + tf.cast(s, tf.float32),)
+    result = {"batch": batch, "feature_dim": dim, "steps": steps, "rounds": args.rounds}
+    runs = {name: loops.graph_loop(gen, steps, "/GPU:0" if gpu else None) for name, gen in paths.items()}
+    t = loops.timed_rounds({name: (run, steps) for name, run in runs.items()}, args.rounds, 3)
+    for name, per_step in t.items():
+        s = timing.summary(per_step)
+        result[name] = {"us_per_step": 1e6 * s["median"], "spread": s["spread"]}
+    if "ptx-op" in t:
+        result["ptx-op - builtin us"] = loops.difference_us(t["ptx-op"], t["builtin"])
+    for name, op_type in (("builtin", "RandomBatch"), ("ptx-op", "CudaKernel")):
+        if name in runs:
+            _, planes = traced(runs[name])
+            result[name]["op_host_us"] = host_us(planes, op_type)
+            result[name]["host_us_per_step"] = host_totals(planes, 8, per=steps)
+    bridge_steps = max(1, steps // 10)
+    runs = {name: loops.graph_loop(gen, bridge_steps) for name, gen in bridges.items()}
+    t = loops.timed_rounds({name: (run, bridge_steps) for name, run in runs.items()}, min(args.rounds, 3), 3)
+    for name, per_step in t.items():
+        s = timing.summary(per_step)
+        result[name] = {"us_per_step": 1e6 * s["median"], "spread": s["spread"], "steps": bridge_steps}
     return result
 
 
@@ -372,9 +356,14 @@ def part_copies(args, ptx_text):
         loop(tf.constant(steps, tf.int64)).numpy()
         tf.profiler.experimental.stop()
         events, nbytes, largest = no_copy.count_copies(logdir)
+        # Where the trace gives no sizes, the copies' GPU time bounds them: a copy of B
+        # bytes takes at least B / 64 GB/s (PCIe 5.0 x16) on the copy engine.
+        htod_us = sum(d for n, _, d in gpu_kernels(trace_events(logdir)) if "HtoD" in n or "H2D" in n) / 1e6
         result[name] = {
             "HtoD_events_per_step": events / steps,
             "HtoD_bytes_per_step": None if nbytes is None else nbytes / steps,
+            "HtoD_us_per_step": htod_us / steps,
+            "HtoD_bytes_per_step_at_most": htod_us * 64e3 / steps,
             "largest": [list(map(str, row)) for row in largest[:3]],
         }
     return result

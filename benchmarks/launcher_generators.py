@@ -33,58 +33,10 @@ from tf_onthefly import timing
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from no_copy_profile import count_copies  # noqa: E402
+from loops import difference_us, graph_loop, probe, ratio, timed_rounds, unrolled  # noqa: E402
 from op_timeline import kernel_ms  # noqa: E402
 
 UP = [0.3, 0.5, 0.7]
-
-
-def probe(walks):
-    """One element of `walks` that keeps the op from being pruned, read through a float32
-    view: TensorFlow runs int32 slices on the host, which would copy the whole batch to the
-    host inside every timed call."""
-    return tf.bitcast(walks, tf.float32)[0, -1]
-
-
-def unrolled(op, calls):
-    """A tf.function running `op(i)` `calls` times, returning one element of each call's
-    walks so none is pruned; the caller syncs on the result."""
-
-    @tf.function
-    def run():
-        return tf.stack([probe(op(i)[0]) for i in range(calls)])
-
-    return run
-
-
-def graph_loop(op, steps):
-    """A tf.function running `op(i)` for i < steps in a tf.while_loop (a training loop's
-    shape: TensorFlow's per-call work overlaps the previous call's kernels), returning the
-    largest probe so no call is pruned. The counter is int32, kept on the host as
-    DataPosition.run_steps keeps it (an int64 one costs a device-to-host wait a step)."""
-
-    @tf.function
-    def run():
-        def body(i, acc):
-            return i + 1, tf.maximum(acc, probe(op(tf.cast(i, tf.int64))[0]))
-
-        return tf.while_loop(lambda i, _: i < steps, body, (tf.constant(0, tf.int32), tf.constant(0.0)))[1]
-
-    return run
-
-
-def timed_rounds(paths, rounds, calls, repeats):
-    """{name: [per-round median seconds per op call]} with the paths interleaved in rounds."""
-    per_round = {name: [] for name in paths}
-    for _ in range(rounds):
-        for name, run in paths.items():
-            times = timing.call_times(run, repeats, warmup=1, sync=lambda r: r.numpy())
-            per_round[name].append(timing.summary(times)["median"] / calls)
-    return per_round
-
-
-def ratio(numerators, denominators):
-    """The per-round ratios' median and spread."""
-    return timing.summary([a / b for a, b in zip(numerators, denominators)])
 
 
 def forms(lib, rows, length, rounds):
@@ -105,7 +57,7 @@ def forms(lib, rows, length, rounds):
         )
 
     same = all(np.array_equal(a, b) for a, b in zip(launcher(3), per_sample(3)))
-    t = timed_rounds({"launcher": unrolled(launcher, 4), "per_sample": unrolled(per_sample, 4)}, rounds, 4, 5)
+    t = timed_rounds({"launcher": (unrolled(launcher, 4), 4), "per_sample": (unrolled(per_sample, 4), 4)}, rounds, 5)
     r = ratio(t["per_sample"], t["launcher"])
     return dict(
         rows=rows,
@@ -171,14 +123,14 @@ def step_cost(steps, rounds):
         "random_walk": lambda i: tf_onthefly.random_walk(32, 16, seed=1, step=i),
     }
     loops = {k: graph_loop(g, steps) for k, g in gens.items()}
-    t = timed_rounds(loops, rounds, steps, 5)
-    diffs = [a - b for a, b in zip(t["drift_walk"], t["random_walk"])]
+    t = timed_rounds({k: (run, steps) for k, run in loops.items()}, rounds, 5)
+    diff = difference_us(t["drift_walk"], t["random_walk"])
     result = dict(
         steps=steps,
         drift_walk_us=1e6 * np.median(t["drift_walk"]),
         random_walk_us=1e6 * np.median(t["random_walk"]),
-        difference_us=1e6 * float(np.median(diffs)),
-        difference_range_us=[1e6 * min(diffs), 1e6 * max(diffs)],
+        difference_us=diff["median"],
+        difference_range_us=diff["range"],
     )
     for name, run in loops.items():
         ms = kernel_ms(run, name, steps)
@@ -199,7 +151,7 @@ def input_copies(steps):
                 if update:
                     v.assign(tf.clip_by_value(v * 0.999 + 0.0005, 0.0, 1.0))
                 walks = tf_onthefly.drift_walk(256, 64, v, seed=1, step=tf.cast(i, tf.int64))[0]
-                acc = tf.maximum(acc, probe(walks))
+                acc = tf.maximum(acc, probe([walks]))
             return acc
 
         return run

@@ -51,7 +51,8 @@ def gpu_kernels(planes):
 
 def traced(call):
     """(wall seconds, events) of one call of `call()`, traced; its result is synced by
-    .numpy() when it has one."""
+    .numpy() when it has one. (The tracer's default levels: TensorFlow 2.21 ignores the
+    levels of tf.profiler.experimental.ProfilerOptions, "expects an i value".)"""
     logdir = tempfile.mkdtemp()
     tf.profiler.experimental.start(logdir)
     t0 = time.perf_counter()
@@ -69,6 +70,24 @@ def kernel_ms(call, match, calls):
     has none, as when TensorFlow could not load CUPTI)."""
     durations = [d for name, _, d in gpu_kernels(traced(call)[1]) if match in name]
     return sum(durations) / 1e9 / calls if durations else None
+
+
+def host_us(planes, match):
+    """Microseconds of the host events whose name contains `match`: {"median", "n"}
+    (None when the trace has none)."""
+    durations = [d / 1e6 for name, evs in planes.items() if "host" in name.lower() for _, n, _, d in evs if match in n]
+    return {"median": sorted(durations)[len(durations) // 2], "n": len(durations)} if durations else None
+
+
+def host_totals(planes, top, per=1):
+    """The `top` host events by summed time, divided by `per` (for example steps):
+    {name: microseconds}, largest first."""
+    total = collections.Counter()
+    for name, evs in planes.items():
+        if "host" in name.lower():
+            for _, ev, _, dur in evs:
+                total[ev.split("<")[0][:70]] += dur / 1e6 / per
+    return dict(total.most_common(top))
 
 
 def main():
