@@ -552,7 +552,12 @@ REGISTER_OP("OnTheFly>CudaKernel")
     .Attr("block: int = 256")
     .Attr("items_per_thread: int = 1")
     .Attr("shared_memory_bytes: int = 0")
-    .SetIsStateful()  // its PTX may do anything: never constant-folded or deduplicated
+    // Stateless, as the built-in generators: the kernel is a pure function of its
+    // arguments (docs/interop.md). A stateful op would get a control edge to the next
+    // iteration of every graph loop it is in, and the next step's counter, copied to the
+    // GPU behind the kernel, would then wait for the kernel to finish: one GPU round trip
+    // a step. (Grappler's constant folding, trying the CPU kernel, gets its refusal and
+    // leaves the node as it is.)
     .SetShapeFn(ShapeFn)
     .Doc(R"doc(
 Launches a PTX kernel on TensorFlow's stream into outputs TensorFlow allocated (GPU only).
