@@ -22,6 +22,8 @@ Parts:
   copies     host-to-device copies per step of the same loops in a profiler trace, with the
              copies' GPU time as a bound on their bytes where the trace has no sizes
              (target: none for ptx-op and cupy-bridge; numpy+prefetch is the control).
+  trace      the GPU's events for a graph loop of the PTX op and of the built-in op at
+             1 GiB: whether the host runs ahead of the GPU (no idle gap before a kernel).
 --smoke runs every part at toy sizes on any device (host arrays for the bridge, no PTX
 launch without a GPU), to keep the script working where there is no GPU.
 
@@ -369,6 +371,34 @@ def part_copies(args, ptx_text):
     return result
 
 
+def part_trace(args, ptx_text):
+    """The GPU's events for a graph loop of 8 calls at `--rate-mib`, the PTX op and the
+    built-in op: GPU time idle a call, and the idle gap before each generator kernel. A
+    loop whose host runs ahead of the GPU launches each kernel right after the last one; a
+    loop that waits on the GPU every step shows a gap before each (as the PTX op did while
+    it was a stateful op)."""
+    if not _gpu():
+        return {"skipped": "no GPU"}
+    dim, calls = 256, 8
+    batch = args.rate_mib * (1 << 20) // (4 * dim)
+    paths, _ = _paths(batch, dim, args.ptx, ptx_text, True)
+    result = {"batch": batch, "feature_dim": dim, "calls": calls}
+    for name, match in (("ptx-op", ENTRY), ("builtin", "GeneratorKernel")):
+        run = loops.graph_loop(paths[name], calls, "/GPU:0")
+        run().numpy()
+        events = gpu_kernels(traced(run)[1])
+        if not events:
+            return {"skipped": "no device events: TensorFlow could not load CUPTI"}
+        gaps, end, busy = [], events[0][1], 0
+        for event, start, duration in events:
+            if match in event:
+                gaps.append(round(max(0, start - end) / 1e6, 1))
+            end, busy = max(end, start + duration), busy + duration
+        span = end - events[0][1]
+        result[name] = {"idle_us_per_call": (span - busy) / 1e6 / calls, "gap_before_each_kernel_us": gaps}
+    return result
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -378,7 +408,7 @@ def main(argv=None):
     )
     parser.add_argument("--out", help="write the results here as JSON")
     parser.add_argument("--smoke", action="store_true", help="toy sizes, any device")
-    parser.add_argument("--parts", default="rate,step_cost,wide,copies")
+    parser.add_argument("--parts", default="rate,step_cost,wide,copies,trace")
     parser.add_argument("--rounds", type=int, default=11)
     args = parser.parse_args(argv)
     if args.smoke:
@@ -394,9 +424,13 @@ def main(argv=None):
         "smoke": args.smoke,
     }
     for part in args.parts.split(","):
-        results[part] = {"rate": part_rate, "step_cost": part_step_cost, "wide": part_wide, "copies": part_copies}[
-            part
-        ](args, ptx_text)
+        results[part] = {
+            "rate": part_rate,
+            "step_cost": part_step_cost,
+            "wide": part_wide,
+            "copies": part_copies,
+            "trace": part_trace,
+        }[part](args, ptx_text)
         print(part, json.dumps(results[part], indent=1), flush=True)
         gc.collect()  # the part's functions and bridges go now, not in the interpreter's exit
     if args.out:

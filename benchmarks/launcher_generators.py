@@ -32,8 +32,8 @@ import tf_onthefly
 from tf_onthefly import timing
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from no_copy_profile import count_copies  # noqa: E402
 from loops import difference_us, graph_loop, probe, ratio, timed_rounds, unrolled  # noqa: E402
+from no_copy_profile import count_copies  # noqa: E402
 from op_timeline import kernel_ms  # noqa: E402
 
 UP = [0.3, 0.5, 0.7]
