@@ -33,9 +33,10 @@ CPU_RUNS = [
         + ["--seconds=0.2", "--rounds=1", "--out={tmp}"],
     ),
 ]
-# Not here: the peers (peers/) run through peer_rates.py; kernel_bench/ is a CUDA program
-# built by its build.sh (GPU only); __init__.py is Bazel's.
-NOT_RUN = {"smoke_test.py", "__init__.py"}
+# Not here: the peers (peers/) run through peer_rates.py; loops.py is a module the scripts
+# import, run through them; kernel_bench/ is a CUDA program built by its build.sh (GPU only);
+# __init__.py is Bazel's.
+NOT_RUN = {"smoke_test.py", "__init__.py", "loops.py"}
 
 
 class SmokeTest(unittest.TestCase):
