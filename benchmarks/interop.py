@@ -432,7 +432,7 @@ def main(argv=None):
             "trace": part_trace,
         }[part](args, ptx_text)
         print(part, json.dumps(results[part], indent=1), flush=True)
-        gc.collect()  # the part's functions and bridges go now, not in the interpreter's exit
+        gc.collect()  # the part's functions, bridges and pipelines go now, while it is quiet
     if args.out:
         with open(args.out, "w") as f:
             json.dump(results, f, indent=1)
