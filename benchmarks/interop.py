@@ -15,7 +15,7 @@ Parts:
              PTX op also in a graph loop of 4K calls and by its kernel's GPU time in a trace;
   step_cost  per step of a graph loop at a tiny batch (32 x 16), where launching is all
              there is, interleaved in rounds (target: ptx-op within 5 us of builtin, the
-             rounds' paired differences), each op's host time per call from a trace;
+             rounds' paired differences);
   wide       64 MiB batches (65,536 x 256) consumed by a reduction in a tf.function loop:
              steps/s of cupy-bridge and ptx-op against numpy+prefetch (from_python), the
              simple path (target: bridge >= 2x numpy+prefetch);
@@ -53,7 +53,7 @@ from tf_onthefly.interop import DeviceBridge
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import loops  # noqa: E402
 from op_timeline import events as trace_events  # noqa: E402
-from op_timeline import gpu_kernels, host_totals, host_us, kernel_ms, traced  # noqa: E402
+from op_timeline import gpu_kernels, kernel_ms, traced  # noqa: E402
 
 ENTRY = "otf_uniform_batch"
 P = 0.5
@@ -225,8 +225,8 @@ def part_rate(args, ptx_text):
 def part_step_cost(args, ptx_text):
     """Microseconds per step of a graph loop at a tiny batch, where launching is all there
     is: the built-in op, the PTX op and an empty step interleaved in rounds (the PTX op's
-    difference from the built-in per round), each op's host time per call from a trace;
-    then the bridge, at a tenth of the steps (a host wait and Python each step)."""
+    difference from the built-in per round); then the bridge, at a tenth of the steps (a
+    host wait and Python each step)."""
     batch, dim, steps = 32, 16, args.loop_steps
     gpu = _gpu()
     paths, bridge = _paths(batch, dim, args.ptx, ptx_text, gpu)
@@ -245,11 +245,6 @@ def part_step_cost(args, ptx_text):
         result[name] = {"us_per_step": 1e6 * s["median"], "spread": s["spread"]}
     if "ptx-op" in t:
         result["ptx-op - builtin us"] = loops.difference_us(t["ptx-op"], t["builtin"])
-    for name, op_type in (("builtin", "RandomBatch"), ("ptx-op", "CudaKernel")):
-        if name in runs:
-            _, planes = traced(runs[name])
-            result[name]["op_host_us"] = host_us(planes, op_type)
-            result[name]["host_us_per_step"] = host_totals(planes, 8, per=steps)
     bridge_steps = max(1, steps // 10)
     runs = {name: loops.graph_loop(gen, bridge_steps) for name, gen in bridges.items()}
     t = loops.timed_rounds({name: (run, bridge_steps) for name, run in runs.items()}, min(args.rounds, 3), 3)

@@ -72,24 +72,6 @@ def kernel_ms(call, match, calls):
     return sum(durations) / 1e9 / calls if durations else None
 
 
-def host_us(planes, match):
-    """Microseconds of the host events whose name contains `match`: {"median", "n"}
-    (None when the trace has none)."""
-    durations = [d / 1e6 for name, evs in planes.items() if "host" in name.lower() for _, n, _, d in evs if match in n]
-    return {"median": sorted(durations)[len(durations) // 2], "n": len(durations)} if durations else None
-
-
-def host_totals(planes, top, per=1):
-    """The `top` host events by summed time, divided by `per` (for example steps):
-    {name: microseconds}, largest first."""
-    total = collections.Counter()
-    for name, evs in planes.items():
-        if "host" in name.lower():
-            for _, ev, _, dur in evs:
-                total[ev.split("<")[0][:70]] += dur / 1e6 / per
-    return dict(total.most_common(top))
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mib", type=int, default=256)
