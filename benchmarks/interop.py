@@ -209,9 +209,9 @@ def part_rate(args, ptx_text):
 
         timed["cupy"] = (run_cupy, calls, lambda _: stream.synchronize())
     t = loops.timed_rounds(timed, args.rounds, 3)
-    for name, per_call in t.items():
-        s = timing.summary(per_call)
-        result[name] = {"ms": 1e3 * s["median"], "spread": s["spread"], "TB/s": result["bytes"] / s["median"] / 1e12}
+    result.update(loops.summaries(t, "ms", 1e3))
+    for name in t:
+        result[name]["TB/s"] = result["bytes"] / result[name]["ms"] / 1e9
     if "cupy" in t:
         for name in ("ptx-op", "ptx-op loop"):
             r = loops.ratio(t["cupy"], t[name])
@@ -240,17 +240,13 @@ def part_step_cost(args, ptx_text):
     result = {"batch": batch, "feature_dim": dim, "steps": steps, "rounds": args.rounds}
     runs = {name: loops.graph_loop(gen, steps, "/GPU:0" if gpu else None) for name, gen in paths.items()}
     t = loops.timed_rounds({name: (run, steps) for name, run in runs.items()}, args.rounds, 3)
-    for name, per_step in t.items():
-        s = timing.summary(per_step)
-        result[name] = {"us_per_step": 1e6 * s["median"], "spread": s["spread"]}
+    result.update(loops.summaries(t, "us_per_step", 1e6))
     if "ptx-op" in t:
         result["ptx-op - builtin us"] = loops.difference_us(t["ptx-op"], t["builtin"])
     bridge_steps = max(1, steps // 10)
     runs = {name: loops.graph_loop(gen, bridge_steps) for name, gen in bridges.items()}
     t = loops.timed_rounds({name: (run, bridge_steps) for name, run in runs.items()}, min(args.rounds, 3), 3)
-    for name, per_step in t.items():
-        s = timing.summary(per_step)
-        result[name] = {"us_per_step": 1e6 * s["median"], "spread": s["spread"], "steps": bridge_steps}
+    result.update(loops.summaries(t, "us_per_step", 1e6, steps=bridge_steps))
     return result
 
 

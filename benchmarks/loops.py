@@ -75,6 +75,16 @@ def timed_rounds(paths, rounds, repeats):
     return per_round
 
 
+def summaries(per_round, key, scale, **extra):
+    """{name: {key: the rounds' median times `scale`, "spread": its spread, **extra}} of
+    timed_rounds' result."""
+    out = {}
+    for name, values in per_round.items():
+        s = timing.summary(values)
+        out[name] = {key: scale * s["median"], "spread": s["spread"], **extra}
+    return out
+
+
 def ratio(numerators, denominators):
     """The per-round ratios' median and spread ({"median", "spread", "n"})."""
     return timing.summary([a / b for a, b in zip(numerators, denominators)])
