@@ -29,7 +29,7 @@ import numpy as np
 import tensorflow as tf
 
 import tf_onthefly
-from tf_onthefly import timing
+from tf_onthefly import _load, timing
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from loops import difference_us, graph_loop, probe, ratio, timed_rounds, unrolled  # noqa: E402
@@ -180,7 +180,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     for gpu in tf.config.list_physical_devices("GPU"):
         tf.config.experimental.set_memory_growth(gpu, True)  # leave room for the by-hand run
-    lib = tf.load_op_library(args.sdk_test_ops)
+    lib = _load.load_generator_library(args.sdk_test_ops)
     small = args.smoke
     rounds = 2 if small else args.rounds
     result = dict(device=tf.test.gpu_device_name() or "CPU", tf=tf.__version__)

@@ -19,8 +19,8 @@ struct TwoStreams {
     *out.get<uint32_t>(0) = rng.Block(sdk::Stream<$1>{}, 0).w0;
   }
 };
-template void sdk::FillRowsCpu<TwoStreams>(const TwoStreams::Params&, const sdk::CallGeometry&,
-                                           const sdk::Inputs&, const tf_onthefly::PhiloxKey*,
+template void sdk::FillRowsCpu<TwoStreams>(const void*, const sdk::CallGeometry*,
+                                           const sdk::Inputs*, const tf_onthefly::PhiloxKey*,
                                            int64_t, int64_t);
 CC
   ${CXX:-g++} -std=c++17 -fsyntax-only -I"$root" -isystem "$cuda" "$work/gen.cc" 2>&1

@@ -10,11 +10,16 @@ import re
 import numpy as np
 import tensorflow as tf
 
-import tf_onthefly  # loads the product's op library first, as a user would
+import tf_onthefly  # loads the core and the product's op library first, as a user would
+from tf_onthefly import _load
 
 import device_util
 
-LIB = tf.load_op_library(os.path.join(os.path.dirname(os.path.abspath(__file__)), "sdk_ops", "_sdk_test_ops.so"))
+# A library of generators of its own: it registers them into the core as it loads, and
+# TensorFlow's front end registers their ops.
+LIB = _load.load_generator_library(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "sdk_ops", "_sdk_test_ops.so")
+)
 
 
 def common(batch_size, first_sample=0, num_samples=-1, step=0):

@@ -1,17 +1,36 @@
-"""Build macros for tf_onthefly op libraries.
+"""Build macros for tf_onthefly's libraries (docs/build.md, "The layers").
 
-One op family = otf_op_library(...): its registration and CPU/GPU kernel .cc files, its
-CUDA .cu.cc files, and its headers. All families link into one shared library with
-otf_ops_shared_library(...), which Python loads once. C++ flags: OTF_COPTS here, used by
-every C++ target; CUDA flags: CUDA_COPTS in third_party/cuda/cuda.bzl.
+One generator = otf_op_library(...): its <name>_op.cc (spec, attribute checks, variants;
+no TensorFlow header), its CUDA .cu.cc files and its headers. The built-in generators link
+into one framework-neutral core, libtf_onthefly_core.so (otf_core_library); each
+TensorFlow version's op library (otf_ops_shared_library) is the TensorFlow front end over
+it; a library of generators of its own (otf_generator_shared_library: the SDK's test
+generators) registers into the core when loaded after it.
+
+C++ flags: OTF_CORE_COPTS for everything in the core (no TensorFlow flag: the core is built
+once for every TensorFlow version), OTF_COPTS for the TensorFlow front end; CUDA flags:
+CUDA_COPTS in third_party/cuda/cuda.bzl.
 """
 
 load("@local_config_tf//:defs.bzl", "TF_COPTS", "TF_HAS_XLA")
 load("//third_party/cuda:cuda.bzl", "cuda_objects")
 
-# TF's own flags from tf.sysconfig (ABI, C++17, Eigen alignment), plus ours:
-# GOOGLE_CUDA=1 always, so GPU kernels are registered in every build (they are simply
-# never picked where TensorFlow sees no GPU); -ffp-contract=off to match the CUDA side.
+# The core's flags: C++17 and the C++11 string ABI (those of every TensorFlow release the
+# wheel supports, so the front ends share the core's C++ types), TensorFlow's release-build
+# NDEBUG, -O3, -ffp-contract=off to match the CUDA side, hidden symbols (the core exports
+# only its C ABI and the registry, explicitly).
+OTF_CORE_COPTS = [
+    "-std=c++17",
+    "-D_GLIBCXX_USE_CXX11_ABI=1",
+    "-DNDEBUG",
+    "-O3",
+    "-ffp-contract=off",
+    "-fvisibility=hidden",
+]
+
+# The TensorFlow front end's: TF's own flags from tf.sysconfig (ABI, C++17, Eigen alignment),
+# plus ours: GOOGLE_CUDA=1 always, so GPU kernels are registered in every build (they are
+# simply never picked where TensorFlow sees no GPU).
 OTF_COPTS = TF_COPTS + [
     "-DGOOGLE_CUDA=1",
     "-DEIGEN_USE_THREADS",
@@ -25,97 +44,110 @@ OTF_COPTS = TF_COPTS + [
     "-DOTF_WITH_XLA=%d" % (1 if TF_HAS_XLA else 0),
 ]
 
-_TF_DEPS = [
-    "@local_config_tf//:tf_header_lib",
-    "@local_config_tf//:cuda_headers",
-]
-
-# What every family's C++ side may include (TF headers, SDK, shared helpers) and what its
-# CUDA side may include (device-side headers only: no TensorFlow in .cu.cc files).
-_CC_DEPS = [
-    "//tf_ops/common",
-    "//tf_ops/common:tf_glue",
-    "//tf_ops/sdk:generator",
-    "//tf_ops/sdk:generator_op",
-]
-_CUDA_DEPS = [
-    "//tf_ops/common",
-    "//tf_ops/sdk:generator",
-]
-
 def otf_op_library(name, srcs, gpu_srcs = [], hdrs = [], deps = []):
-    """One op family: op registration, CPU kernel, GPU kernel glue and CUDA kernels.
+    """One generator: its spec and variants, CPU code, and CUDA kernels (no TensorFlow).
 
-    Makes <name> (the TensorFlow side, a cc_library linked into the op library of the
-    configured TensorFlow) and <name>_cuda (the CUDA kernels, no TensorFlow headers, linked
-    once into libtf_onthefly_kernels.so, which every TensorFlow version's op library uses).
+    Makes <name>, a cc_library of the C++ side (compiled with gcc) and the CUDA objects
+    (<name>_cuda, compiled with clang; no TensorFlow headers either), linked whole into the
+    library that holds the generator (the core, for the built-in ones).
 
     Args:
-      name: the family's name.
-      srcs: C++ sources: registration + shape function, kernels (CPU and GPU glue).
-      gpu_srcs: CUDA sources (*.cu.cc), kernels and launchers only, no TF headers.
-      hdrs: headers shared by the C++ and CUDA sides (generator structs, functors).
+      name: the generator's name.
+      srcs: C++ sources: <name>_op.cc (OTF_GENERATOR, the Config, OTF_GENERATOR_KERNELS).
+      gpu_srcs: CUDA sources (*.cu.cc), kernels and launchers.
+      hdrs: headers shared by the C++ and CUDA sides (generator structs).
       deps: extra cc_library deps of the C++ side.
     """
     cuda_objects(
         name = name + "_cuda",
         srcs = gpu_srcs,
         hdrs = hdrs,
-        deps = _CUDA_DEPS,
+        deps = [
+            "//tf_ops/common",
+            "//tf_ops/sdk:generator",
+        ],
         visibility = ["//visibility:public"],
     )
     native.cc_library(
         name = name,
-        srcs = srcs,
+        srcs = srcs + [":" + name + "_cuda"],
         hdrs = hdrs,
-        copts = OTF_COPTS,
-        deps = deps + _CC_DEPS + _TF_DEPS,
-        alwayslink = 1,  # kernels register in static initialisers nothing else references
+        copts = OTF_CORE_COPTS,
+        deps = deps + [
+            "//tf_ops/common",
+            "//tf_ops/sdk:generator_def",
+        ],
+        alwayslink = 1,  # generators register in static initialisers nothing else references
         visibility = ["//visibility:public"],
     )
 
-    # The family's headers alone, for test generators built from the same structs.
+    # The generator's headers alone, for test generators built from the same structs.
     native.filegroup(
         name = name + "_hdrs",
         srcs = hdrs,
         visibility = ["//visibility:public"],
     )
 
-    # The family's source text, for tests and docs that quote it.
+    # The generator's source text, for tests and docs that quote it.
     native.filegroup(
         name = name + "_files",
         srcs = srcs + gpu_srcs + hdrs + ["BUILD"],
         visibility = ["//visibility:public"],
     )
 
-def otf_kernels_library(name, objects):
-    """The GPU kernels of every family (their CUDA objects), linked once. It includes no
-    TensorFlow header and links no TensorFlow library: its CUDA runtime calls go through
-    //tf_ops/common:cuda_runtime, which finds the runtime at load time (TensorFlow's, where
-    the GPU build exports it; none with tensorflow-cpu, and the library loads all the same).
-    So one copy serves every TensorFlow version's op library, GPU build or CPU-only."""
+def otf_core_library(name, deps):
+    """The framework-neutral core: the generators in `deps`, the registry and its C API, the
+    XLA handlers and the CUDA runtime forwarders. It includes no TensorFlow header and links
+    no TensorFlow library: its CUDA runtime calls go through //tf_ops/common:cuda_runtime,
+    which finds the runtime at load time (TensorFlow's, where the GPU build exports it; none
+    with tensorflow-cpu, and the library loads all the same). So one copy serves every
+    TensorFlow version's op library and the JAX and PyTorch front ends, GPU build or
+    CPU-only.
+
+    -z defs: any symbol that is not ours, libc's or libstdc++'s is a link error here.
+    """
     native.cc_binary(
         name = name,
         linkshared = 1,
-        srcs = objects,
-        deps = ["//tf_ops/common:cuda_runtime"],
+        deps = deps + [
+            "//tf_ops/common:cuda_runtime",
+            "//tf_ops/common:libstdcxx_compat",
+            "//tf_ops/core",
+        ],
         linkopts = ["-Wl,-z,defs", "-Wl,-soname," + name],
         visibility = ["//visibility:public"],
     )
 
-def otf_ops_shared_library(name, deps, kernels):
-    """The op library Python loads for the configured TensorFlow: every op family and the
-    SDK's XLA kernel, linked against TensorFlow's framework library (and libtensorflow_cc,
-    where XLA's op registry lives), and against `kernels`, found beside it ($ORIGIN).
+def otf_generator_shared_library(name, deps, core):
+    """A library of generators of its own, loaded after the core (found by its soname), into
+    which its static initialisers register the generators; with its own hidden copy of the
+    CUDA runtime forwarders, as the core has."""
+    native.cc_binary(
+        name = name,
+        linkshared = 1,
+        srcs = [core],
+        deps = deps + [
+            "//tf_ops/common:cuda_runtime",
+            "//tf_ops/common:libstdcxx_compat",
+        ],
+        linkopts = ["-Wl,-z,defs"],
+        visibility = ["//visibility:public"],
+    )
+
+def otf_ops_shared_library(name, deps, core):
+    """The op library Python loads for the configured TensorFlow: the TensorFlow front end
+    (and its XLA kernel, where the TensorFlow has what it needs: 2.20 on) and the other ops
+    in `deps`, linked against TensorFlow's framework library (and libtensorflow_cc, where
+    XLA's op registry lives), and against `core`, found beside it ($ORIGIN).
 
     -z defs: any symbol that is neither ours nor TensorFlow's is a link error here rather
     than an 'undefined symbol' at import on a user's machine.
     """
-    xla = ["//tf_ops/sdk:generator_xla", "@local_config_tf//:libtensorflow_cc"] if TF_HAS_XLA else []
+    xla = ["@local_config_tf//:libtensorflow_cc"] if TF_HAS_XLA else []
     native.cc_binary(
         name = name,
         linkshared = 1,
-        srcs = [kernels],
+        srcs = [core],
         deps = deps + xla + [
             "//tf_ops/common:libstdcxx_compat",
             "@local_config_tf//:libtensorflow_framework",

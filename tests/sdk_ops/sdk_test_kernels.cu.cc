@@ -13,10 +13,12 @@ namespace tf_onthefly {
 namespace sdk_test {
 namespace {
 
-__global__ void FillKernel(int64_t first_sample, int64_t rows, int64_t* out) {
+__global__ void FillKernel(sdk::SeedAndStep seed_step, int64_t first_sample, int64_t rows,
+                           int64_t* out) {
+  const int64_t first = sdk::FirstGlobalSample(seed_step, first_sample);
   for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < rows;
        r += int64_t{blockDim.x} * gridDim.x)
-    out[r] = first_sample + r;
+    out[r] = first + r;
 }
 
 // One block per sample: kSortItems keys per thread, radix-sorted across the block, then an
@@ -29,7 +31,8 @@ __global__ void SortKernel(sdk::SeedAndStep seed_step, int64_t first_sample, int
     typename Sort::TempStorage sort;
     typename Scan::TempStorage scan;
   } temp;
-  const uint64_t sample = static_cast<uint64_t>(first_sample + blockIdx.x);
+  const uint64_t sample =
+      static_cast<uint64_t>(sdk::FirstGlobalSample(seed_step, first_sample) + blockIdx.x);
   const PhiloxKey key = sdk::StreamKey(seed_step, 0);
   // Thread t draws keys 4t .. 4t+3: block t of the sample's stream.
   const Words4 w = SampleBlock(key, sample, threadIdx.x);
@@ -63,7 +66,7 @@ cudaError_t GpuOnlyFillGen::Launch(const sdk::GpuCall<Params>& call) {
   // fail == 1: 4096 threads per block is an invalid configuration on every GPU; the launch
   // is left unchecked on purpose (the SDK takes cudaGetLastError after Launch).
   FillKernel<<<1, call.params.fail == 1 ? 4096 : 256, 0, call.stream>>>(
-      g.first_sample, g.num_samples, g.output<int64_t>(0));
+      call.seed_and_step, g.first_sample, g.num_samples, g.output<int64_t>(0));
   return cudaSuccess;
 }
 

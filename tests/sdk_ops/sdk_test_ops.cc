@@ -1,84 +1,80 @@
 // The SDK's test generators as ops (sdk_test_generators.h), in a test-only op library.
 #include "tests/sdk_ops/sdk_test_generators.h"
-#include "tf_ops/sdk/generator_op.h"
+#include "tf_ops/sdk/generator_def.h"
 
 namespace tf_onthefly {
 namespace sdk_test {
 
 struct FillConfig {
   using Params = FillParams;
-  template <typename Ctx>
-  static absl::Status Configure(Ctx* c, Params* p, sdk::SampleShapes* shapes) {
-    TF_RETURN_IF_ERROR(c->GetAttr("fail", &p->fail));
+  static sdk::Status Configure(const sdk::Attrs& a, Params* p, sdk::SampleShapes* shapes) {
+    OTF_RETURN_IF_ERROR(a.GetAttr("fail", &p->fail));
     shapes->Add("out", {});
-    return absl::OkStatus();
+    return sdk::OkStatus();
   }
 };
 
-OTF_REGISTER_GENERATOR_OP("OnTheFly>SdkTestGpuOnlyFill", FillConfig)
+OTF_GENERATOR("OnTheFly>SdkTestGpuOnlyFill", FillConfig)
     .Output("out: int64")
     .Attr("fail: int = 0")
     .Doc("A GPU-only launcher generator: out[row] = the global sample index.");
-OTF_REGISTER_GENERATOR_KERNELS(FillConfig, GpuOnlyFillGen)("OnTheFly>SdkTestGpuOnlyFill");
+OTF_GENERATOR_KERNELS(FillConfig, GpuOnlyFillGen)("OnTheFly>SdkTestGpuOnlyFill");
 
 struct SortConfig {
   using Params = SortParams;
-  template <typename Ctx>
-  static absl::Status Configure(Ctx*, Params* p, sdk::SampleShapes* shapes) {
+  static sdk::Status Configure(const sdk::Attrs&, Params* p, sdk::SampleShapes* shapes) {
     p->unused = 0;
     shapes->Add("keys", {kSortLength});
     shapes->Add("sums", {kSortLength});
-    return absl::OkStatus();
+    return sdk::OkStatus();
   }
 };
 
-OTF_REGISTER_GENERATOR_OP("OnTheFly>SdkTestCcclSort", SortConfig)
+OTF_GENERATOR("OnTheFly>SdkTestCcclSort", SortConfig)
     .Output("keys: int32")
     .Output("sums: int32")
     .Doc("Sorted random keys per sample and their prefix sums, with CUB, Thrust, libcudacxx.");
-OTF_REGISTER_GENERATOR_KERNELS(SortConfig, CcclSortGen)("OnTheFly>SdkTestCcclSort");
+OTF_GENERATOR_KERNELS(SortConfig, CcclSortGen)("OnTheFly>SdkTestCcclSort");
 
 struct AddRowsConfig {
   using Params = AddRowsParams;
-  template <typename Ctx>
-  static absl::Status Configure(Ctx* c, Params* p, sdk::SampleShapes* shapes) {
-    TF_RETURN_IF_ERROR(c->GetAttr("width", &p->width));
+  static sdk::Status Configure(const sdk::Attrs& a, Params* p, sdk::SampleShapes* shapes) {
+    OTF_RETURN_IF_ERROR(a.GetAttr("width", &p->width));
     OTF_REQUIRE(p->width >= 1 && p->width <= 64, "width must be in [1, 64], got ", p->width);
     shapes->AddInput("rows", {sdk::kRows, p->width}, sdk::ValueRule::Finite());
     shapes->Add("out", {p->width});
-    return absl::OkStatus();
+    return sdk::OkStatus();
   }
 };
 
-OTF_REGISTER_GENERATOR_OP("OnTheFly>SdkTestAddRows", AddRowsConfig)
+OTF_GENERATOR("OnTheFly>SdkTestAddRows", AddRowsConfig)
     .Input("rows: float")
     .Output("out: float")
     .Attr("width: int")
     .Doc("out[row] = rows[row] + uniform [0, 1) noise of the sample: one input row per sample.");
-OTF_REGISTER_GENERATOR_KERNELS(AddRowsConfig, AddRowsGen)("OnTheFly>SdkTestAddRows");
+OTF_GENERATOR_KERNELS(AddRowsConfig, AddRowsGen)("OnTheFly>SdkTestAddRows");
 
 // The same attribute and input as OnTheFly>DriftWalk (tf_ops/drift_walk/drift_walk_op.cc).
 struct PerSampleDriftWalkConfig {
   using Params = drift_walk::Params;
-  template <typename Ctx>
-  static absl::Status Configure(Ctx* c, Params* p, sdk::SampleShapes* shapes) {
-    TF_RETURN_IF_ERROR(c->GetAttr("length", &p->length));
+  static sdk::Status Configure(const sdk::Attrs& a, Params* p, sdk::SampleShapes* shapes) {
+    OTF_RETURN_IF_ERROR(a.GetAttr("length", &p->length));
     OTF_REQUIRE(p->length >= 1 && p->length <= (1 << 20), "length must be in [1, 1048576], got ",
                 p->length);
     shapes->AddInput("up_probability", {sdk::kAnySize}, sdk::ValueRule::InRange(0, 1));
     shapes->Add("walks", {p->length});
     shapes->Add("labels", {1});
-    return absl::OkStatus();
+    return sdk::OkStatus();
   }
 };
 
-OTF_REGISTER_GENERATOR_OP("OnTheFly>SdkTestPerSampleDriftWalk", PerSampleDriftWalkConfig)
+OTF_GENERATOR("OnTheFly>SdkTestPerSampleDriftWalk", PerSampleDriftWalkConfig)
     .Input("up_probability: float")
     .Output("walks: int32")
     .Output("labels: int32")
     .Attr("length: int")
     .Doc("OnTheFly>DriftWalk's walks from the per-sample form of its generator.");
-OTF_REGISTER_GENERATOR_KERNELS(PerSampleDriftWalkConfig, PerSampleDriftWalkGen)
+OTF_GENERATOR_KERNELS(PerSampleDriftWalkConfig, PerSampleDriftWalkGen)
 ("OnTheFly>SdkTestPerSampleDriftWalk");
 
 }  // namespace sdk_test

@@ -1,12 +1,13 @@
-// TensorFlow-side helpers every op family shares: seed and scalar checks, output caps, GPU
-// errors as op errors. Kept out of the .cu.cc files (which see no TF headers).
+// TensorFlow-side helpers of the op library (the generators' front end, the PTX op): SDK
+// statuses as TensorFlow's, the seed and scalar checks on TensorFlow's shapes, outputs
+// refused by the allocator as errors that name the op. The rules and their messages are the
+// SDK's (tf_ops/sdk/generator_config.h, TensorFlow-free), shared with every front end.
 #ifndef TF_ONTHEFLY_COMMON_TF_GLUE_H_
 #define TF_ONTHEFLY_COMMON_TF_GLUE_H_
 
-#include <cuda_runtime_api.h>
-
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -14,45 +15,30 @@
 #include "tensorflow/core/framework/shape_inference.h"
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/framework/tensor_shape.h"
-#include "tf_ops/common/cuda_runtime.h"
-
-// Returns InvalidArgument(StrCat(message...)) from the enclosing function unless `cond`.
-#define OTF_REQUIRE(cond, ...)                                                 \
-  do {                                                                         \
-    if (!(cond)) return absl::InvalidArgumentError(absl::StrCat(__VA_ARGS__)); \
-  } while (0)
+#include "tf_ops/sdk/generator_config.h"
+#include "tf_ops/sdk/status.h"
 
 namespace tf_onthefly {
 
-// Largest output one op call may produce, in bytes (documented in docs/ops.md). Checked
-// before allocation, so a typo in a config is an InvalidArgument, not an OOM or a crash.
-constexpr int64_t kMaxOutputBytes = int64_t{1} << 36;  // 64 GiB
-
-// Checks rows x cols x elem_bytes <= kMaxOutputBytes without overflowing.
-inline absl::Status CheckOutputSize(const std::string& what, int64_t rows, int64_t cols,
-                                    int64_t elem_bytes) {
-  const int64_t max_elems = kMaxOutputBytes / elem_bytes;
-  OTF_REQUIRE(rows <= 0 || cols <= max_elems / rows, what, " of shape [", rows, ", ", cols, "] (",
-              elem_bytes, " bytes per element) exceeds the per-output cap of ", kMaxOutputBytes,
-              " bytes; lower batch_size/num_samples or the per-sample size");
-  return absl::OkStatus();
+// An SDK status as TensorFlow's (the same code and message).
+inline absl::Status ToTf(const sdk::Status& s) {
+  return absl::Status(static_cast<absl::StatusCode>(s.code()), s.message());
 }
 
-constexpr char kSeedShapeMessage[] =
-    "seed must be an int64 scalar or an int64 pair of shape [2], got shape ";
+inline std::vector<int64_t> Dims(const tensorflow::TensorShape& shape) {
+  std::vector<int64_t> dims;
+  for (int d = 0; d < shape.dims(); ++d) dims.push_back(shape.dim_size(d));
+  return dims;
+}
 
 // The user's seed: an int64 scalar s (= the pair (s, 0)) or an int64 pair. Only the shape is
 // checked here: the value may live in device memory.
 inline absl::Status CheckSeedShape(const tensorflow::TensorShape& seed) {
-  OTF_REQUIRE(seed.dims() == 0 || (seed.dims() == 1 && seed.dim_size(0) == 2), kSeedShapeMessage,
-              seed.DebugString());
-  return absl::OkStatus();
+  return ToTf(sdk::CheckSeedShape(Dims(seed)));
 }
 
 inline absl::Status CheckScalarShape(const tensorflow::TensorShape& shape, const char* name) {
-  OTF_REQUIRE(tensorflow::TensorShapeUtils::IsScalar(shape), name,
-              " must be an int64 scalar, got shape ", shape.DebugString());
-  return absl::OkStatus();
+  return ToTf(sdk::CheckScalarShape(Dims(shape), name));
 }
 
 // The same seed/scalar rules for shape functions (where shapes may be partly unknown),
@@ -62,7 +48,7 @@ inline absl::Status SeedShape(tensorflow::shape_inference::InferenceContext* c, 
   if (!c->RankKnown(seed) || c->Rank(seed) == 0) return absl::OkStatus();
   if (c->Rank(seed) == 1 && (!c->ValueKnown(c->Dim(seed, 0)) || c->Value(c->Dim(seed, 0)) == 2))
     return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(kSeedShapeMessage, c->DebugString(seed)));
+  return absl::InvalidArgumentError(absl::StrCat(sdk::kSeedShapeMessage, c->DebugString(seed)));
 }
 
 inline absl::Status ScalarShape(tensorflow::shape_inference::InferenceContext* c, int input,
@@ -86,16 +72,6 @@ inline absl::Status AllocateOutput(tensorflow::OpKernelContext* ctx, int i,
       op, ": output ", output, " needs ", shape.num_elements() * tensorflow::DataTypeSize(dtype),
       " bytes (", shape.DebugString(), " ", tensorflow::DataTypeString(dtype), ") on ",
       ctx->device()->name(), ", more than its allocator can give: ", status.message()));
-}
-
-// A failed GPU launch as an op error that names the op; never aborts. The error's text comes
-// through the kernels library's CUDA runtime forwarding (cuda_runtime.h): the op library
-// itself calls no CUDA runtime function, so it loads where TensorFlow has none.
-inline absl::Status GpuLaunchStatus(cudaError_t err, const std::string& op) {
-  if (err == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(op, ": launching its GPU kernel failed: CUDA error ",
-                                          static_cast<int>(err), " (",
-                                          CudaErrorText(static_cast<int>(err)), ")"));
 }
 
 }  // namespace tf_onthefly

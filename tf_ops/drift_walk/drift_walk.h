@@ -16,8 +16,9 @@ struct Params {
 };
 
 // The kernels' launcher (drift_walk_kernels.cu.cc): the walks of `rows` samples, global
-// indices first_sample .., on `stream`. Walks longer than one tile of the block scan need
-// DriftWalkTiles(length) ints of `tile_sums` scratch per sample; shorter ones none.
+// indices FirstGlobalSample(seed_step, first_sample) .., on `stream`. Walks longer than one
+// tile of the block scan need DriftWalkTiles(length) ints of `tile_sums` scratch per sample;
+// shorter ones none.
 int64_t DriftWalkTiles(int64_t length);
 cudaError_t LaunchDriftWalks(sdk::SeedAndStep seed_step, int64_t first_sample, int64_t rows,
                              int64_t length, const float* up_probability, int64_t num_classes,
@@ -30,8 +31,10 @@ struct DriftWalkGen {
   static constexpr sdk::Stream<0> kStepStream{};   // step t: block t / 4, word t % 4
   static constexpr sdk::Stream<1> kClassStream{};  // the class: block 0, words 0 and 1
 
-  // GPU: LaunchDriftWalks, with scratch from the SDK (drift_walk_kernels.cu.cc).
+  // GPU: LaunchDriftWalks, with scratch from the SDK (drift_walk_kernels.cu.cc), and the
+  // most scratch a call asks for (sized when XLA compiles the op).
   static cudaError_t Launch(const sdk::GpuCall<Params>& call);
+  static int64_t ScratchBytes(const Params& p, int64_t rows);
 
   // CPU: the same walks, one sample at a time, step by step.
   OTF_HD static int64_t ItemsPerSample(const Params&) { return 1; }

@@ -26,10 +26,13 @@ constexpr int kItemsPerThread = 8;  // two Philox blocks of steps per thread
 constexpr int64_t kTile = kThreads * kItemsPerThread;
 constexpr int64_t kMaxBlocks = 1 << 20;  // the grid strides over (walk, tile) units past this
 
-// Per block: the two stream keys, derived on the device from seed and step.
-__device__ void DeriveKeys(const sdk::SeedAndStep& seed_step, PhiloxKey* keys) {
+// Per block: the two stream keys, derived on the device from seed and step, and the global
+// index of row 0 (the sample offset, if any, is in device memory too).
+__device__ void DeriveKeys(const sdk::SeedAndStep& seed_step, int64_t first_sample,
+                           PhiloxKey* keys, int64_t* first) {
   if (threadIdx.x < DriftWalkGen::kNumStreams)
     keys[threadIdx.x] = sdk::StreamKey(seed_step, static_cast<int>(threadIdx.x));
+  if (threadIdx.x == 0) *first = sdk::FirstGlobalSample(seed_step, first_sample);
 }
 
 // The sample's class and its up-probability.
@@ -59,13 +62,14 @@ __global__ void __launch_bounds__(kThreads)
   using Reduce = cub::BlockReduce<int32_t, kThreads>;
   __shared__ typename Reduce::TempStorage reduce;
   __shared__ PhiloxKey keys[DriftWalkGen::kNumStreams];
+  __shared__ int64_t first;
   __shared__ float up;
-  DeriveKeys(seed_step, keys);
+  DeriveKeys(seed_step, first_sample, keys, &first);
   __syncthreads();
   const int64_t summed = tiles - 1;
   for (int64_t unit = blockIdx.x; unit < rows * summed; unit += gridDim.x) {
     const int64_t row = unit / summed, tile = unit % summed;
-    const uint64_t sample = static_cast<uint64_t>(first_sample + row);
+    const uint64_t sample = static_cast<uint64_t>(first + row);
     if (threadIdx.x == 0) up = up_probability[ClassOf(keys[1], sample, num_classes)];
     __syncthreads();
     int32_t steps[kItemsPerThread];
@@ -89,13 +93,14 @@ __global__ void __launch_bounds__(kThreads)
     typename Store::TempStorage store;
   } temp;
   __shared__ PhiloxKey keys[DriftWalkGen::kNumStreams];
+  __shared__ int64_t first;
   __shared__ float up;
   __shared__ int32_t carry;
-  DeriveKeys(seed_step, keys);
+  DeriveKeys(seed_step, first_sample, keys, &first);
   __syncthreads();
   for (int64_t unit = blockIdx.x; unit < rows * tiles; unit += gridDim.x) {
     const int64_t row = unit / tiles, tile = unit % tiles;
-    const uint64_t sample = static_cast<uint64_t>(first_sample + row);
+    const uint64_t sample = static_cast<uint64_t>(first + row);
     if (threadIdx.x == 0) {
       const int64_t label = ClassOf(keys[1], sample, num_classes);
       up = up_probability[label];
@@ -139,6 +144,12 @@ cudaError_t LaunchDriftWalks(sdk::SeedAndStep seed_step, int64_t first_sample, i
                                                                length, up_probability, num_classes,
                                                                walks, labels, tile_sums, tiles);
   return cudaGetLastError();
+}
+
+// The generator's scratch: the tile sums of walks longer than one tile.
+int64_t DriftWalkGen::ScratchBytes(const Params& p, int64_t rows) {
+  const int64_t tiles = DriftWalkTiles(p.length);
+  return tiles > 1 ? sdk::AlignScratch(rows * tiles * int64_t{sizeof(int32_t)}) : 0;
 }
 
 // The generator's GPU launch: the SDK's call, handed to the launcher above unchanged.

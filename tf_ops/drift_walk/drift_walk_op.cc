@@ -1,7 +1,7 @@
 // OnTheFly>DriftWalk: attributes, its tensor input, op registration and kernels, from the
 // SDK; the GPU launch is the generator's own (drift_walk_kernels.cu.cc).
 #include "tf_ops/drift_walk/drift_walk.h"
-#include "tf_ops/sdk/generator_op.h"
+#include "tf_ops/sdk/generator_def.h"
 
 namespace tf_onthefly {
 namespace drift_walk {
@@ -9,19 +9,18 @@ namespace drift_walk {
 struct DriftWalkConfig {
   using Params = drift_walk::Params;
 
-  template <typename Ctx>
-  static absl::Status Configure(Ctx* c, Params* p, sdk::SampleShapes* shapes) {
-    TF_RETURN_IF_ERROR(c->GetAttr("length", &p->length));
+  static sdk::Status Configure(const sdk::Attrs& a, Params* p, sdk::SampleShapes* shapes) {
+    OTF_RETURN_IF_ERROR(a.GetAttr("length", &p->length));
     OTF_REQUIRE(p->length >= 1 && p->length <= (1 << 20), "length must be in [1, 1048576], got ",
                 p->length);
     shapes->AddInput("up_probability", {sdk::kAnySize}, sdk::ValueRule::InRange(0, 1));
     shapes->Add("walks", {p->length});
     shapes->Add("labels", {1});
-    return absl::OkStatus();
+    return sdk::OkStatus();
   }
 };
 
-OTF_REGISTER_GENERATOR_OP("OnTheFly>DriftWalk", DriftWalkConfig)
+OTF_GENERATOR("OnTheFly>DriftWalk", DriftWalkConfig)
     .Input("up_probability: float")
     .Output("walks: int32")
     .Output("labels: int32")
@@ -43,7 +42,7 @@ labels: [num_samples, 1] int32: each walk's class, in [0, n).
 length: Steps per walk, in [1, 2^20].
 )doc");
 
-OTF_REGISTER_GENERATOR_KERNELS(DriftWalkConfig, DriftWalkGen)("OnTheFly>DriftWalk");
+OTF_GENERATOR_KERNELS(DriftWalkConfig, DriftWalkGen)("OnTheFly>DriftWalk");
 
 }  // namespace drift_walk
 }  // namespace tf_onthefly

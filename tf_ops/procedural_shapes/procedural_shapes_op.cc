@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "tf_ops/procedural_shapes/procedural_shapes.h"
-#include "tf_ops/sdk/generator_op.h"
+#include "tf_ops/sdk/generator_def.h"
 
 namespace tf_onthefly {
 namespace procedural_shapes {
@@ -13,15 +13,14 @@ constexpr int64_t kMinSide = 8, kMaxSide = 8192;
 struct ProceduralShapesConfig {
   using Params = procedural_shapes::Params;
 
-  template <typename Ctx>
-  static absl::Status Configure(Ctx* c, Params* p, sdk::SampleShapes* shapes) {
+  static sdk::Status Configure(const sdk::Attrs& a, Params* p, sdk::SampleShapes* shapes) {
     float min_size, max_size;
-    TF_RETURN_IF_ERROR(c->GetAttr("height", &p->height));
-    TF_RETURN_IF_ERROR(c->GetAttr("width", &p->width));
-    TF_RETURN_IF_ERROR(c->GetAttr("channels", &p->channels));
-    TF_RETURN_IF_ERROR(c->GetAttr("min_size", &min_size));
-    TF_RETURN_IF_ERROR(c->GetAttr("max_size", &max_size));
-    TF_RETURN_IF_ERROR(c->GetAttr("noise", &p->noise));
+    OTF_RETURN_IF_ERROR(a.GetAttr("height", &p->height));
+    OTF_RETURN_IF_ERROR(a.GetAttr("width", &p->width));
+    OTF_RETURN_IF_ERROR(a.GetAttr("channels", &p->channels));
+    OTF_RETURN_IF_ERROR(a.GetAttr("min_size", &min_size));
+    OTF_RETURN_IF_ERROR(a.GetAttr("max_size", &max_size));
+    OTF_RETURN_IF_ERROR(a.GetAttr("noise", &p->noise));
     OTF_REQUIRE(p->height >= kMinSide && p->height <= kMaxSide, "height must be in [", kMinSide,
                 ", ", kMaxSide, "], got ", p->height);
     OTF_REQUIRE(p->width >= kMinSide && p->width <= kMaxSide, "width must be in [", kMinSide, ", ",
@@ -41,11 +40,11 @@ struct ProceduralShapesConfig {
     shapes->Add("images", {p->height, p->width, p->channels});
     shapes->Add("labels", {1});
     shapes->Add("boxes", {4});
-    return absl::OkStatus();
+    return sdk::OkStatus();
   }
 };
 
-OTF_REGISTER_GENERATOR_OP("OnTheFly>ProceduralShapes", ProceduralShapesConfig)
+OTF_GENERATOR("OnTheFly>ProceduralShapes", ProceduralShapesConfig)
     .Output("images: dtype")
     .Output("labels: int32")
     .Output("boxes: float")
@@ -78,14 +77,14 @@ max_size: The largest shape size, a fraction of the shorter side, <= 1.
 noise: The background noise amplitude, in [0, 1].
 )doc");
 
-OTF_REGISTER_GENERATOR_KERNELS(ProceduralShapesConfig, ProceduralShapesGen<uint8_t>)
-("OnTheFly>ProceduralShapes", {{"dtype", tensorflow::DT_UINT8}});
-OTF_REGISTER_GENERATOR_KERNELS(ProceduralShapesConfig, ProceduralShapesGen<Float32>)
-("OnTheFly>ProceduralShapes", {{"dtype", tensorflow::DT_FLOAT}});
-OTF_REGISTER_GENERATOR_KERNELS(ProceduralShapesConfig, ProceduralShapesGen<BFloat16>)
-("OnTheFly>ProceduralShapes", {{"dtype", tensorflow::DT_BFLOAT16}});
-OTF_REGISTER_GENERATOR_KERNELS(ProceduralShapesConfig, ProceduralShapesGen<Float16>)
-("OnTheFly>ProceduralShapes", {{"dtype", tensorflow::DT_HALF}});
+OTF_GENERATOR_KERNELS(ProceduralShapesConfig, ProceduralShapesGen<uint8_t>)
+("OnTheFly>ProceduralShapes", {{"dtype", sdk::DType::kUInt8}});
+OTF_GENERATOR_KERNELS(ProceduralShapesConfig, ProceduralShapesGen<Float32>)
+("OnTheFly>ProceduralShapes", {{"dtype", sdk::DType::kFloat32}});
+OTF_GENERATOR_KERNELS(ProceduralShapesConfig, ProceduralShapesGen<BFloat16>)
+("OnTheFly>ProceduralShapes", {{"dtype", sdk::DType::kBFloat16}});
+OTF_GENERATOR_KERNELS(ProceduralShapesConfig, ProceduralShapesGen<Float16>)
+("OnTheFly>ProceduralShapes", {{"dtype", sdk::DType::kFloat16}});
 
 }  // namespace procedural_shapes
 }  // namespace tf_onthefly

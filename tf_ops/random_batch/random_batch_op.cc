@@ -4,18 +4,18 @@
 #include <string>
 
 #include "tf_ops/random_batch/random_batch.h"
-#include "tf_ops/sdk/generator_op.h"
+#include "tf_ops/sdk/generator_def.h"
 
 namespace tf_onthefly {
 namespace random_batch {
 
 // Class labels a label dtype holds exactly: every integer in [0, kMaxClasses) is a value
 // of that type (float32 represents every integer up to 2^24).
-int64_t MaxClasses(tensorflow::DataType label_dtype) {
+int64_t MaxClasses(sdk::DType label_dtype) {
   switch (label_dtype) {
-    case tensorflow::DT_FLOAT:
+    case sdk::DType::kFloat32:
       return int64_t{1} << 24;
-    case tensorflow::DT_INT32:
+    case sdk::DType::kInt32:
       return int64_t{1} << 31;
     default:
       return INT64_MAX;
@@ -32,11 +32,11 @@ float LeastAtOrAbove(float low) {
 
 // The largest finite value of each feature type: a uniform range must start at or above its
 // negation (rounding down from further below would leave the type's range).
-float MaxFinite(tensorflow::DataType dtype) {
+float MaxFinite(sdk::DType dtype) {
   switch (dtype) {
-    case tensorflow::DT_BFLOAT16:
+    case sdk::DType::kBFloat16:
       return 3.38953139e38f;
-    case tensorflow::DT_HALF:
+    case sdk::DType::kFloat16:
       return 65504.0f;
     default:
       return 3.40282347e38f;
@@ -46,20 +46,19 @@ float MaxFinite(tensorflow::DataType dtype) {
 struct RandomBatchConfig {
   using Params = random_batch::Params;
 
-  template <typename Ctx>
-  static absl::Status Configure(Ctx* c, Params* p, sdk::SampleShapes* shapes) {
+  static sdk::Status Configure(const sdk::Attrs& a, Params* p, sdk::SampleShapes* shapes) {
     std::string distribution, label_mode;
     int64_t num_classes;
-    tensorflow::DataType dtype, label_dtype;
-    TF_RETURN_IF_ERROR(c->GetAttr("dtype", &dtype));
-    TF_RETURN_IF_ERROR(c->GetAttr("feature_dim", &p->feature_dim));
-    TF_RETURN_IF_ERROR(c->GetAttr("distribution", &distribution));
-    TF_RETURN_IF_ERROR(c->GetAttr("low", &p->low));
-    TF_RETURN_IF_ERROR(c->GetAttr("high", &p->high));
-    TF_RETURN_IF_ERROR(c->GetAttr("label_mode", &label_mode));
-    TF_RETURN_IF_ERROR(c->GetAttr("p", &p->p));
-    TF_RETURN_IF_ERROR(c->GetAttr("num_classes", &num_classes));
-    TF_RETURN_IF_ERROR(c->GetAttr("label_dtype", &label_dtype));
+    sdk::DType dtype = sdk::DType::kInvalid, label_dtype = sdk::DType::kInvalid;
+    OTF_RETURN_IF_ERROR(a.GetAttr("dtype", &dtype));
+    OTF_RETURN_IF_ERROR(a.GetAttr("feature_dim", &p->feature_dim));
+    OTF_RETURN_IF_ERROR(a.GetAttr("distribution", &distribution));
+    OTF_RETURN_IF_ERROR(a.GetAttr("low", &p->low));
+    OTF_RETURN_IF_ERROR(a.GetAttr("high", &p->high));
+    OTF_RETURN_IF_ERROR(a.GetAttr("label_mode", &label_mode));
+    OTF_RETURN_IF_ERROR(a.GetAttr("p", &p->p));
+    OTF_RETURN_IF_ERROR(a.GetAttr("num_classes", &num_classes));
+    OTF_RETURN_IF_ERROR(a.GetAttr("label_dtype", &label_dtype));
 
     OTF_REQUIRE(p->feature_dim >= 1, "feature_dim must be >= 1, got ", p->feature_dim);
     p->distribution = distribution == "normal" ? Distribution::kNormal : Distribution::kUniform;
@@ -72,11 +71,11 @@ struct RandomBatchConfig {
     }
     p->range = p->high - p->low;
     p->unit_range = p->low == 0.0f && p->high == 1.0f;
-    p->low_up = dtype == tensorflow::DT_BFLOAT16 ? LeastAtOrAbove<BFloat16>(p->low)
-                : dtype == tensorflow::DT_HALF   ? LeastAtOrAbove<Float16>(p->low)
+    p->low_up = dtype == sdk::DType::kBFloat16 ? LeastAtOrAbove<BFloat16>(p->low)
+                : dtype == sdk::DType::kFloat16   ? LeastAtOrAbove<Float16>(p->low)
                                                  : p->low;
     if (p->distribution == Distribution::kUniform) {
-      const std::string type = tensorflow::DataTypeString(dtype);
+      const std::string type = sdk::DTypeName(dtype);
       OTF_REQUIRE(p->low >= -MaxFinite(dtype), "low must be >= ", -MaxFinite(dtype), " for dtype ",
                   type, " (the type's range), got ", p->low);
       OTF_REQUIRE(p->low_up < p->high, "no ", type, " value lies in [low, high) = [", p->low, ", ",
@@ -87,17 +86,17 @@ struct RandomBatchConfig {
     OTF_REQUIRE(num_classes >= 1, "num_classes must be >= 1, got ", num_classes);
     OTF_REQUIRE(p->label_mode == LabelMode::kBernoulli || num_classes <= MaxClasses(label_dtype),
                 "num_classes must be <= ", MaxClasses(label_dtype), " for label_dtype ",
-                tensorflow::DataTypeString(label_dtype), " (every class id exact), got ",
+                sdk::DTypeName(label_dtype), " (every class id exact), got ",
                 num_classes);
     p->num_classes = static_cast<uint64_t>(num_classes);
 
     shapes->Add("features", {p->feature_dim});
     shapes->Add("labels", {1});
-    return absl::OkStatus();
+    return sdk::OkStatus();
   }
 };
 
-OTF_REGISTER_GENERATOR_OP("OnTheFly>RandomBatch", RandomBatchConfig)
+OTF_GENERATOR("OnTheFly>RandomBatch", RandomBatchConfig)
     .Output("features: dtype")
     .Output("labels: label_dtype")
     .Attr("feature_dim: int")
@@ -138,15 +137,15 @@ label_dtype: The labels' type: float32, int32 or int64.
 
 // One set of kernels per (feature dtype, label dtype).
 #define OTF_RANDOM_BATCH_KERNELS(Feature, feature_dtype, Label, label_dtype)        \
-  OTF_REGISTER_GENERATOR_KERNELS(RandomBatchConfig, RandomBatchGen<Feature, Label>) \
+  OTF_GENERATOR_KERNELS(RandomBatchConfig, RandomBatchGen<Feature, Label>) \
   ("OnTheFly>RandomBatch", {{"dtype", feature_dtype}, {"label_dtype", label_dtype}})
 #define OTF_RANDOM_BATCH_KERNELS_FOR(Feature, feature_dtype)                       \
-  OTF_RANDOM_BATCH_KERNELS(Feature, feature_dtype, float, tensorflow::DT_FLOAT);   \
-  OTF_RANDOM_BATCH_KERNELS(Feature, feature_dtype, int32_t, tensorflow::DT_INT32); \
-  OTF_RANDOM_BATCH_KERNELS(Feature, feature_dtype, int64_t, tensorflow::DT_INT64)
-OTF_RANDOM_BATCH_KERNELS_FOR(Float32, tensorflow::DT_FLOAT);
-OTF_RANDOM_BATCH_KERNELS_FOR(BFloat16, tensorflow::DT_BFLOAT16);
-OTF_RANDOM_BATCH_KERNELS_FOR(Float16, tensorflow::DT_HALF);
+  OTF_RANDOM_BATCH_KERNELS(Feature, feature_dtype, float, sdk::DType::kFloat32);   \
+  OTF_RANDOM_BATCH_KERNELS(Feature, feature_dtype, int32_t, sdk::DType::kInt32); \
+  OTF_RANDOM_BATCH_KERNELS(Feature, feature_dtype, int64_t, sdk::DType::kInt64)
+OTF_RANDOM_BATCH_KERNELS_FOR(Float32, sdk::DType::kFloat32);
+OTF_RANDOM_BATCH_KERNELS_FOR(BFloat16, sdk::DType::kBFloat16);
+OTF_RANDOM_BATCH_KERNELS_FOR(Float16, sdk::DType::kFloat16);
 
 }  // namespace random_batch
 }  // namespace tf_onthefly

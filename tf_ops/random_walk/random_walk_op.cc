@@ -1,6 +1,6 @@
 // OnTheFly>RandomWalk: attributes, op registration and CPU/GPU kernels, all from the SDK.
 #include "tf_ops/random_walk/random_walk.h"
-#include "tf_ops/sdk/generator_op.h"
+#include "tf_ops/sdk/generator_def.h"
 
 namespace tf_onthefly {
 namespace random_walk {
@@ -8,18 +8,17 @@ namespace random_walk {
 struct RandomWalkConfig {
   using Params = random_walk::Params;
 
-  template <typename Ctx>
-  static absl::Status Configure(Ctx* c, Params* p, sdk::SampleShapes* shapes) {
-    TF_RETURN_IF_ERROR(c->GetAttr("length", &p->length));
+  static sdk::Status Configure(const sdk::Attrs& a, Params* p, sdk::SampleShapes* shapes) {
+    OTF_RETURN_IF_ERROR(a.GetAttr("length", &p->length));
     OTF_REQUIRE(p->length >= 1 && p->length <= (1 << 20), "length must be in [1, 1048576], got ",
                 p->length);
     shapes->Add("walks", {p->length});
     shapes->Add("labels", {1});
-    return absl::OkStatus();
+    return sdk::OkStatus();
   }
 };
 
-OTF_REGISTER_GENERATOR_OP("OnTheFly>RandomWalk", RandomWalkConfig)
+OTF_GENERATOR("OnTheFly>RandomWalk", RandomWalkConfig)
     .Output("walks: int32")
     .Output("labels: int32")
     .Attr("length: int")
@@ -33,7 +32,7 @@ labels: [num_samples, 1] int32: 1 if the walk ends above 0, else 0.
 length: Steps per walk, in [1, 2^20].
 )doc");
 
-OTF_REGISTER_GENERATOR_KERNELS(RandomWalkConfig, RandomWalkGen)("OnTheFly>RandomWalk");
+OTF_GENERATOR_KERNELS(RandomWalkConfig, RandomWalkGen)("OnTheFly>RandomWalk");
 
 }  // namespace random_walk
 }  // namespace tf_onthefly

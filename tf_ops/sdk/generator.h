@@ -31,18 +31,25 @@
 //     // Optional: XLA may record the launch into a CUDA graph (default false; see
 //     // CommandBufferCompatible).
 //     static constexpr bool kCommandBufferCompatible = true;
+//     // Optional, for a launch that asks for scratch memory, defined in the .cu.cc next to
+//     // Launch (so CUB's size queries can be used): the most scratch one call of `rows` rows
+//     // asks for, as the sum of AlignScratch(bytes) over its Allocate calls. Under XLA on a
+//     // GPU the scratch is then a buffer sized when the op is compiled (ScratchBytes).
+//     static int64_t ScratchBytes(const Params& p, int64_t rows);
 //   };
 //
-// Everything else (op registration, shape function, CPU, GPU and XLA kernels, input
-// checks, errors, Python wrapper) comes from the SDK: generator_op.h, generator_gpu.cu.h,
-// generator_xla.h, python/tf_onthefly/_generator.py.
+// Everything else (the op's spec and attribute checks, CPU and GPU runs, XLA handlers,
+// input checks, errors; each framework's op, shape function and Python wrapper) comes from
+// the SDK (generator_def.h, generator_gpu.cu.h, generator_xla_ffi.h) and the framework's
+// front end over the core (tf_ops/tensorflow/ for TensorFlow).
 //
 // The counter contract (docs/counter-contract.md) for a kernel of your own: derive each
 // stream's key on the device with StreamKey(call.seed_and_step, stream), and draw every
 // random number with SampleBlock(key, global sample index, block) where the global sample
-// index is call.geometry.first_sample + the row you write. Key by the global sample index,
-// never by thread id, block id or grid size: then the batch is the same on every device,
-// for every grid, and for every split of the batch over replicas.
+// index is FirstGlobalSample(call.seed_and_step, call.geometry.first_sample) + the row you
+// write (read once per block, on the device). Key by the global sample index, never by
+// thread id, block id or grid size: then the batch is the same on every device, for every
+// grid, and for every split of the batch over replicas.
 #ifndef TF_ONTHEFLY_SDK_GENERATOR_H_
 #define TF_ONTHEFLY_SDK_GENERATOR_H_
 
@@ -54,6 +61,9 @@
 
 #include "tf_ops/common/philox.h"
 #include "tf_ops/common/uniform.h"
+#if !defined(__CUDACC__)
+#include "tf_ops/common/float_env.h"
+#endif
 
 namespace tf_onthefly {
 namespace sdk {
@@ -77,11 +87,22 @@ struct Stream {
 // keys are derived from them on the device that uses them, so no value of seed or step is
 // ever needed on the host to launch a GPU kernel (a step that lives on the GPU never
 // travels). seed holds seed_size (1 or 2) int64 words; a scalar s means the pair (s, 0).
+// sample_offset (nullable, in the same memory as seed) adds to the call's first_sample: a
+// shard's first sample that exists only where the kernel runs (JAX's shard_map gives it as
+// a traced value); TensorFlow passes null, its first_sample being a host value.
 struct SeedAndStep {
   const int64_t* seed;
   int64_t seed_size;
   const int64_t* step;
+  const int64_t* sample_offset;
 };
+
+// The global sample index of row 0 of a call whose geometry says `first_sample`: what every
+// kernel keys its samples by (row r is sample FirstGlobalSample(...) + r). A kernel of your
+// own reads it once per block, on the device, as it derives its keys.
+OTF_HD int64_t FirstGlobalSample(const SeedAndStep& in, int64_t first_sample) {
+  return first_sample + (in.sample_offset != nullptr ? *in.sample_offset : 0);
+}
 
 // The key of `stream` for this call (docs/counter-contract.md, key derivation).
 OTF_HD PhiloxKey StreamKey(const SeedAndStep& in, int stream) {
@@ -211,6 +232,45 @@ class ScratchAllocator {
   void* context_;
 };
 
+// Scratch sizes are counted in whole 256-byte units: every Allocate returns memory aligned
+// to 256 bytes. ScratchBytes (above) returns the sum of AlignScratch over a call's requests.
+constexpr int64_t kScratchAlignment = 256;
+constexpr int64_t AlignScratch(int64_t bytes) {
+  return (bytes + kScratchAlignment - 1) / kScratchAlignment * kScratchAlignment;
+}
+// The size of a BufferScratch buffer that serves `scratch_bytes` (a ScratchBytes result)
+// wherever the buffer starts: one alignment unit more.
+constexpr int64_t ScratchBufferBytes(int64_t scratch_bytes) {
+  return scratch_bytes > 0 ? scratch_bytes + kScratchAlignment : 0;
+}
+
+// Scratch served from one buffer given up front (the XLA CUDA handler's scratch result, the
+// caller's buffer of the core's C API): each request aligned to 256 bytes, in turn, until
+// the buffer is used up. A refusal is kept, with the bytes asked and what was left.
+struct BufferScratch {
+  char* base;
+  int64_t size;
+  int64_t used = 0;
+  int64_t refused_bytes = -1, left_bytes = 0;
+
+  static void* Allocate(void* self, int64_t bytes) {
+    auto* s = static_cast<BufferScratch*>(self);
+    const uintptr_t base = reinterpret_cast<uintptr_t>(s->base);
+    const int64_t skip = static_cast<int64_t>((kScratchAlignment - (base + s->used) % kScratchAlignment) % kScratchAlignment);
+    const int64_t left = s->size - s->used - skip;
+    if (bytes < 0 || s->base == nullptr || bytes > left) {
+      if (s->refused_bytes < 0) {
+        s->refused_bytes = bytes;
+        s->left_bytes = left > 0 ? left : 0;
+      }
+      return nullptr;
+    }
+    void* p = s->base + s->used + skip;
+    s->used += skip + bytes;
+    return p;
+  }
+};
+
 // Everything one GPU call hands a launcher generator: its Params, geometry and outputs, the
 // seed and step and the inputs in device memory, the stream to launch on (TensorFlow's, or
 // XLA's under jit_compile) and a scratch allocator.
@@ -222,6 +282,17 @@ struct GpuCall {
   const Inputs& inputs;
   cudaStream_t stream;
   const ScratchAllocator& scratch;
+};
+
+// The same call as the core and the front ends pass it to a generator's GPU entry point
+// (LaunchGenerator, below): the Params as bytes, everything else by address.
+struct GpuLaunchArgs {
+  const void* params;
+  const CallGeometry* geometry;
+  const SeedAndStep* seed_and_step;
+  const Inputs* inputs;
+  cudaStream_t stream;
+  const ScratchAllocator* scratch;
 };
 
 // Whether Gen is a launcher generator (it defines Launch).
@@ -238,6 +309,14 @@ struct HasCpu : std::false_type {};
 template <typename Gen>
 struct HasCpu<
     Gen, std::void_t<decltype(Gen::ItemsPerSample(std::declval<const typename Gen::Params&>()))>>
+    : std::true_type {};
+
+// Whether Gen says how much scratch memory a call asks for (ScratchBytes).
+template <typename Gen, typename = void>
+struct HasScratchBytes : std::false_type {};
+template <typename Gen>
+struct HasScratchBytes<Gen, std::void_t<decltype(Gen::ScratchBytes(
+                                std::declval<const typename Gen::Params&>(), int64_t{0}))>>
     : std::true_type {};
 
 // Whether XLA may record Gen's GPU launch into a CUDA graph with the fusions around it
@@ -286,11 +365,11 @@ int VariantOf(const typename Gen::Params& p) {
 }
 
 // Runs work item `item` of row `row` with variant V: the body the CPU loop and the GPU
-// kernel share.
+// kernel share. `first` is the global sample index of row 0 (FirstGlobalSample).
 template <typename Gen, int V = 0>
 OTF_HD void RunItem(const typename Gen::Params& p, const CallGeometry& g, const Inputs& in,
-                    const PhiloxKey* keys, int64_t row, int64_t item) {
-  const SampleRng<Gen::kNumStreams> rng(keys, static_cast<uint64_t>(g.first_sample + row));
+                    const PhiloxKey* keys, int64_t first, int64_t row, int64_t item) {
+  const SampleRng<Gen::kNumStreams> rng(keys, static_cast<uint64_t>(first + row));
   const SampleOutputs out(g, row);
   if constexpr (TakesInputs<Gen>::value) {
     const SampleInputs sample_in(in, row);
@@ -329,17 +408,24 @@ struct HasSampleCpu<Gen, std::void_t<decltype(Gen::GenerateSampleCpu(
                              std::declval<const SampleOutputs&>()))>> : std::true_type {};
 
 // Rows [begin, end) of a call on the CPU, with the call's stream keys (StreamKey of every
-// stream). The TF kernel shards rows over its thread pool, the XLA Host handler over XLA's.
+// stream), in IEEE arithmetic whatever the calling thread's mode (float_env.h): a
+// generator's CPU entry point (generator_def.h). g->first_sample is the global index of row
+// 0, sample offset included. The TF kernel shards rows over its thread pool, the XLA Host
+// handler over XLA's, the core's C API over threads of its own.
 template <typename Gen>
-void FillRowsCpu(const typename Gen::Params& p, const CallGeometry& g, const Inputs& in,
+void FillRowsCpu(const void* params, const CallGeometry* geometry, const Inputs* inputs,
                  const PhiloxKey* keys, int64_t begin, int64_t end) {
+  ScopedIeeeSubnormals ieee;
+  const auto& p = *static_cast<const typename Gen::Params*>(params);
+  const CallGeometry& g = *geometry;
   const int64_t items = Gen::ItemsPerSample(p);
   for (int64_t row = begin; row < end; ++row) {
     if constexpr (HasSampleCpu<Gen>::value) {
       const SampleRng<Gen::kNumStreams> rng(keys, static_cast<uint64_t>(g.first_sample + row));
       if (Gen::GenerateSampleCpu(p, rng, SampleOutputs(g, row))) continue;
     }
-    for (int64_t item = 0; item < items; ++item) RunItem<Gen>(p, g, in, keys, row, item);
+    for (int64_t item = 0; item < items; ++item)
+      RunItem<Gen>(p, g, *inputs, keys, g.first_sample, row, item);
   }
 }
 #endif
@@ -347,10 +433,11 @@ void FillRowsCpu(const typename Gen::Params& p, const CallGeometry& g, const Inp
 // The GPU launch of generator Gen, instantiated for each generator by
 // OTF_DEFINE_GPU_GENERATOR in its .cu.cc (generator_gpu.cu.h): the SDK's grid-stride kernel
 // for a struct generator, Gen::Launch for a launcher generator; returns the first CUDA
-// error. The op kernel (generator_op.h) and the XLA CUDA handler (generator_xla.h) turn a
-// failure into an error that names the op.
+// error. It is the generator's GPU entry point (generator_def.h): the front ends' op
+// kernels, the XLA CUDA handler and the core's C API call it and turn a failure into an
+// error that names the op.
 template <typename Gen>
-cudaError_t LaunchGenerator(const GpuCall<typename Gen::Params>& call);
+cudaError_t LaunchGenerator(const GpuLaunchArgs* call);
 
 }  // namespace sdk
 }  // namespace tf_onthefly

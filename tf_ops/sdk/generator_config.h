@@ -1,31 +1,71 @@
-// The generator SDK's attribute side, shared by the op registration (generator_op.h) and
-// the XLA kernel (generator_xla.cc): a generator Config's checks, the batch attributes, the
-// output shapes and dtypes and their cap, the tensor inputs' shape and value rules.
+// The generator SDK's attribute and argument side, with no TensorFlow dependency: what a
+// generator's Config describes (its outputs' per-sample shapes, its tensor inputs' shape and
+// value rules), the batch attributes every generator op has, the output cap, and the checks
+// every front end runs with the same messages (the core's C API, TensorFlow's shape function,
+// kernels and XLA kernel, the XLA handlers).
 #ifndef TF_ONTHEFLY_SDK_GENERATOR_CONFIG_H_
 #define TF_ONTHEFLY_SDK_GENERATOR_CONFIG_H_
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <string>
-#include <type_traits>
+#include <string_view>
 #include <utility>
 #include <vector>
 
-#include "tensorflow/core/framework/op.h"
-#include "tensorflow/core/framework/op_kernel.h"
-#include "tensorflow/core/framework/shape_inference.h"
-#include "tensorflow/core/framework/types.h"
-#include "tf_ops/common/float_env.h"
-#include "tf_ops/common/tf_glue.h"
+#include "tf_ops/common/cuda_runtime.h"
+#include "tf_ops/sdk/attrs.h"
+#include "tf_ops/sdk/dtype.h"
 #include "tf_ops/sdk/generator.h"
+#include "tf_ops/sdk/status.h"
 
 namespace tf_onthefly {
+
+// Largest output one op call may produce, in bytes (documented in docs/ops.md). Checked
+// before allocation, so a typo in a config is an InvalidArgument, not an OOM or a crash.
+constexpr int64_t kMaxOutputBytes = int64_t{1} << 36;  // 64 GiB
+
+// Checks rows x cols x elem_bytes <= kMaxOutputBytes without overflowing.
+inline sdk::Status CheckOutputSize(const std::string& what, int64_t rows, int64_t cols,
+                                   int64_t elem_bytes) {
+  const int64_t max_elems = kMaxOutputBytes / elem_bytes;
+  OTF_REQUIRE(rows <= 0 || cols <= max_elems / rows, what, " of shape [", rows, ", ", cols, "] (",
+              elem_bytes, " bytes per element) exceeds the per-output cap of ", kMaxOutputBytes,
+              " bytes; lower batch_size/num_samples or the per-sample size");
+  return sdk::OkStatus();
+}
+
 namespace sdk {
 
-// A type attribute's value that selects a generator struct, e.g. {"label_dtype", DT_INT32}.
+// A shape as TensorFlow's DebugString writes it: "[2,3]", "[]"; an unknown size (< 0) "?".
+inline std::string ShapeDebugString(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t d = 0; d < dims.size(); ++d)
+    s += (d ? "," : "") + (dims[d] < 0 ? std::string("?") : std::to_string(dims[d]));
+  return s + "]";
+}
+
+constexpr char kSeedShapeMessage[] =
+    "seed must be an int64 scalar or an int64 pair of shape [2], got shape ";
+
+// The user's seed: an int64 scalar s (= the pair (s, 0)) or an int64 pair. Only the shape is
+// checked: the value may live in device memory.
+inline Status CheckSeedShape(const std::vector<int64_t>& seed) {
+  OTF_REQUIRE(seed.empty() || (seed.size() == 1 && seed[0] == 2), kSeedShapeMessage,
+              ShapeDebugString(seed));
+  return OkStatus();
+}
+
+inline Status CheckScalarShape(const std::vector<int64_t>& shape, const char* name) {
+  OTF_REQUIRE(shape.empty(), name, " must be an int64 scalar, got shape ", ShapeDebugString(shape));
+  return OkStatus();
+}
+
+// A type attribute's value that selects a generator struct, e.g. {"label_dtype", kInt32}.
 struct TypeConstraint {
   const char* attr;
-  tensorflow::DataType type;
+  DType type;
 };
 
 // Dimensions of an input's shape rule besides a fixed size (>= 0).
@@ -33,7 +73,7 @@ constexpr int64_t kRows = -1;     // the call's rows (num_samples): one row per 
 constexpr int64_t kAnySize = -2;  // any size >= 1; the generator reads it from Inputs::dim
 
 // What an input's values may be. Checked exactly where the values are in host memory: the
-// CPU kernel and XLA's Host handler. A GPU kernel reads its inputs only on the device (an
+// CPU kernels and XLA's Host handler. A GPU kernel reads its inputs only on the device (an
 // input updated every step never travels to the host), so on the GPU a generator must
 // give every value a defined result; docs/ops.md says which for each input.
 struct ValueRule {
@@ -75,39 +115,27 @@ struct BatchAttrs {
   int64_t batch_size = 0, num_samples = -1;
   int64_t rows() const { return num_samples < 0 ? batch_size : num_samples; }
 
-  template <typename Ctx>
-  absl::Status Parse(Ctx* c) {
-    TF_RETURN_IF_ERROR(c->GetAttr("batch_size", &batch_size));
-    TF_RETURN_IF_ERROR(c->GetAttr("num_samples", &num_samples));
+  Status Parse(const Attrs& a) {
+    OTF_RETURN_IF_ERROR(a.GetAttr("batch_size", &batch_size));
+    OTF_RETURN_IF_ERROR(a.GetAttr("num_samples", &num_samples));
     OTF_REQUIRE(batch_size >= 1, "batch_size must be >= 1, got ", batch_size);
     OTF_REQUIRE(num_samples >= -1 && num_samples <= batch_size,
                 "num_samples must be -1 (the whole batch) or in [0, batch_size] = [0, ", batch_size,
                 "], got ", num_samples);
-    return absl::OkStatus();
+    return OkStatus();
   }
 
-  absl::Status CheckFirstSample(int64_t first_sample) const {
+  Status CheckFirstSample(int64_t first_sample) const {
     OTF_REQUIRE(first_sample >= 0 && first_sample <= batch_size - rows(),
                 "first_sample must be in [0, batch_size - num_samples] = [0, ", batch_size - rows(),
                 "], got ", first_sample);
-    return absl::OkStatus();
+    return OkStatus();
   }
 };
 
-// Every attribute check of a generator: the batch attributes and Config::Configure, in IEEE
-// arithmetic (float_env.h), so that a check judges a float the same way in a shape function,
-// a kernel and an XLA kernel.
-template <typename Config, typename Ctx, typename Params>
-absl::Status Configure(Ctx* c, BatchAttrs* batch, Params* params, SampleShapes* shapes) {
-  ScopedIeeeSubnormals ieee;
-  TF_RETURN_IF_ERROR(batch->Parse(c));
-  return Config::Configure(c, params, shapes);
-}
-
 // Every output of `rows` samples within the cap (docs/ops.md), checked without overflow
 // before anything is allocated, with element sizes from the op's output dtypes.
-inline absl::Status CheckOutputs(const SampleShapes& s,
-                                 const std::vector<tensorflow::DataType>& types, int64_t rows) {
+inline Status CheckOutputs(const SampleShapes& s, const std::vector<DType>& types, int64_t rows) {
   OTF_REQUIRE(s.dims.size() == types.size() && types.size() <= kMaxOutputs,
               "generator Config names ", s.dims.size(), " outputs, the op has ", types.size(),
               " (at most ", kMaxOutputs, ")");
@@ -119,39 +147,41 @@ inline absl::Status CheckOutputs(const SampleShapes& s,
                   kMaxOutputBytes, " bytes per sample");
       n *= d;
     }
-    TF_RETURN_IF_ERROR(CheckOutputSize(s.names[i], rows, n, tensorflow::DataTypeSize(types[i])));
+    OTF_RETURN_IF_ERROR(CheckOutputSize(s.names[i], rows, n, DTypeSize(types[i])));
   }
-  return absl::OkStatus();
+  return OkStatus();
 }
 
 // The refusal of a generator op placed where it has no kernel code (a GPU-only generator
 // on a CPU, in TF or under XLA).
-inline absl::Status GpuOnlyError(const std::string& op) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(op, " is GPU-only: its generator has no CPU implementation, so it cannot ",
-                   "run on a CPU device; place it on a GPU (with tf.device('/GPU:0'))"));
+inline Status GpuOnlyError(const std::string& op) {
+  return InvalidArgumentError(
+      StrCat(op, " is GPU-only: its generator has no CPU implementation, so it cannot ",
+             "run on a CPU device; place it on a GPU (with tf.device('/GPU:0'))"));
 }
 
-// The op's own inputs (after seed, step and first_sample) are the Config's, one for one.
+// seed, step and first_sample: the inputs every generator op starts with.
 constexpr int kCommonInputs = 3;
-inline absl::Status CheckInputCount(const SampleShapes& s, int op_inputs) {
-  const int own = op_inputs - kCommonInputs;
-  if (own == static_cast<int>(s.inputs.size()) && own <= kMaxInputs) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat("generator Config names ", s.inputs.size(),
-                                          " tensor inputs, the op has ", own, " (at most ",
-                                          kMaxInputs, ")"));
+
+// The op's own inputs (after seed, step and first_sample) are the Config's, one for one.
+inline Status CheckInputCount(const SampleShapes& s, int own_inputs) {
+  if (own_inputs == static_cast<int>(s.inputs.size()) && own_inputs <= kMaxInputs)
+    return OkStatus();
+  return InternalError(StrCat("generator Config names ", s.inputs.size(),
+                              " tensor inputs, the op has ", own_inputs, " (at most ", kMaxInputs,
+                              ")"));
 }
 
 inline std::string ShapeString(const std::vector<int64_t>& dims, int64_t rows) {
   std::string s = "[";
   for (size_t d = 0; d < dims.size(); ++d) {
-    absl::StrAppend(&s, d ? ", " : "");
+    s += d ? ", " : "";
     if (dims[d] == kRows) {
-      absl::StrAppend(&s, "num_samples=", rows);
+      s += StrCat("num_samples=", rows);
     } else if (dims[d] == kAnySize) {
-      absl::StrAppend(&s, "n");
+      s += "n";
     } else {
-      absl::StrAppend(&s, dims[d]);
+      s += StrCat(dims[d]);
     }
   }
   return s + "]";
@@ -159,56 +189,68 @@ inline std::string ShapeString(const std::vector<int64_t>& dims, int64_t rows) {
 
 // Input `spec` has shape `shape` for a call of `rows` rows. A negative size in `shape`, or
 // rank_known = false, is unknown (shape functions): what is known must match.
-inline absl::Status CheckInputShape(const InputSpec& spec, bool rank_known,
-                                    const std::vector<int64_t>& shape, int64_t rows) {
-  if (!rank_known) return absl::OkStatus();
+inline Status CheckInputShape(const InputSpec& spec, bool rank_known,
+                              const std::vector<int64_t>& shape, int64_t rows) {
+  if (!rank_known) return OkStatus();
   bool ok = shape.size() == spec.dims.size() && shape.size() <= kMaxInputRank;
   for (size_t d = 0; ok && d < shape.size(); ++d) {
     const int64_t want = spec.dims[d] == kRows ? rows : spec.dims[d];
     ok = shape[d] < 0 || (want == kAnySize ? shape[d] >= 1 : shape[d] == want);
   }
-  if (ok) return absl::OkStatus();
+  if (ok) return OkStatus();
   std::string got = "[";
   for (size_t d = 0; d < shape.size(); ++d)
-    absl::StrAppend(&got, d ? ", " : "", shape[d] < 0 ? std::string("?") : absl::StrCat(shape[d]));
-  return absl::InvalidArgumentError(absl::StrCat(spec.name, " must have shape ",
-                                                 ShapeString(spec.dims, rows), ", got ", got, "]"));
-}
-
-inline std::vector<int64_t> Dims(const tensorflow::TensorShape& shape) {
-  std::vector<int64_t> dims;
-  for (int d = 0; d < shape.dims(); ++d) dims.push_back(shape.dim_size(d));
-  return dims;
+    got += (d ? ", " : "") + (shape[d] < 0 ? std::string("?") : StrCat(shape[d]));
+  return InvalidArgumentError(
+      StrCat(spec.name, " must have shape ", ShapeString(spec.dims, rows), ", got ", got, "]"));
 }
 
 // The element types whose values a ValueRule can judge.
 enum class ElementKind { kFloat32, kInt32, kInt64, kOther };
 
-inline ElementKind KindOf(tensorflow::DataType type) {
+inline ElementKind KindOf(DType type) {
   switch (type) {
-    case tensorflow::DT_FLOAT:
+    case DType::kFloat32:
       return ElementKind::kFloat32;
-    case tensorflow::DT_INT32:
+    case DType::kInt32:
       return ElementKind::kInt32;
-    case tensorflow::DT_INT64:
+    case DType::kInt64:
       return ElementKind::kInt64;
     default:
       return ElementKind::kOther;
   }
 }
 
+// A float32's exact value from its bits, in integer arithmetic: the same whatever the
+// calling thread's floating-point mode. (A thread of TensorFlow's runs with denormals read
+// as zero, under which converting the subnormal -1e-45 gives -0, inside a [0, 1] rule.)
+inline double Float32Value(const void* element) {
+  uint32_t bits;
+  std::memcpy(&bits, element, sizeof(bits));
+  const bool negative = bits >> 31;
+  const uint32_t exponent = (bits >> 23) & 0xff, mantissa = bits & 0x7fffff;
+  double magnitude;
+  if (exponent == 0xff) {
+    magnitude = mantissa != 0 ? NAN : INFINITY;
+  } else if (exponent == 0) {
+    magnitude = std::ldexp(static_cast<double>(mantissa), -149);  // subnormal or zero
+  } else {
+    magnitude = std::ldexp(static_cast<double>(mantissa | 0x800000u), static_cast<int>(exponent) - 150);
+  }
+  return negative ? -magnitude : magnitude;
+}
+
 // The input's values against its rule, in host memory: the first offending element, named.
-inline absl::Status CheckInputValues(const std::string& name, const ValueRule& rule,
-                                     ElementKind kind, const void* data, int64_t n) {
-  if (rule.flags == 0 || kind == ElementKind::kOther) return absl::OkStatus();
+// Float32 values are judged in IEEE arithmetic whatever the caller's floating-point mode.
+inline Status CheckInputValues(const std::string& name, const ValueRule& rule, ElementKind kind,
+                               const void* data, int64_t n) {
+  if (rule.flags == 0 || kind == ElementKind::kOther) return OkStatus();
   for (int64_t i = 0; i < n; ++i) {
     double v = 0;
     if (kind == ElementKind::kFloat32) {
-      v = static_cast<const float*>(data)[i];
-      if ((rule.flags & ValueRule::kFinite) && !std::isfinite(v)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(name, " must be finite, got ", v, " at flat index ", i));
-      }
+      v = Float32Value(static_cast<const float*>(data) + i);
+      if ((rule.flags & ValueRule::kFinite) && !std::isfinite(v))
+        return InvalidArgumentError(StrCat(name, " must be finite, got ", v, " at flat index ", i));
     } else if (kind == ElementKind::kInt32) {
       v = static_cast<const int32_t*>(data)[i];
     } else {
@@ -216,42 +258,29 @@ inline absl::Status CheckInputValues(const std::string& name, const ValueRule& r
     }
     if (((rule.flags & ValueRule::kLow) && v < rule.low) ||
         ((rule.flags & ValueRule::kHigh) && v > rule.high)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name, " must be in [", rule.low, ", ", rule.high, "], got ", v, " at flat index ", i));
+      return InvalidArgumentError(StrCat(name, " must be in [", rule.low, ", ", rule.high,
+                                         "], got ", v, " at flat index ", i));
     }
   }
-  return absl::OkStatus();
+  return OkStatus();
 }
 
-// The dtypes of op `op`'s outputs for the node being inferred: fixed in the op definition,
-// or the value of the type attribute that names them.
-inline absl::Status OutputTypes(tensorflow::shape_inference::InferenceContext* c, const char* op,
-                                std::vector<tensorflow::DataType>* types) {
-  const tensorflow::OpDef* def = nullptr;
-  TF_RETURN_IF_ERROR(tensorflow::OpRegistry::Global()->LookUpOpDef(op, &def));
-  for (const auto& arg : def->output_arg()) {
-    tensorflow::DataType type = arg.type();
-    if (type == tensorflow::DT_INVALID) TF_RETURN_IF_ERROR(c->GetAttr(arg.type_attr(), &type));
-    types->push_back(type);
-  }
-  return absl::OkStatus();
+// The refusal of a scratch request beyond a call's scratch buffer (the XLA CUDA handler's,
+// the core C API's run_gpu).
+inline Status ScratchBufferRefusal(std::string_view op, const BufferScratch& s) {
+  return ResourceExhaustedError(StrCat(op, ": scratch memory of ", s.refused_bytes,
+                                       " bytes was refused: the call's scratch buffer of ", s.size,
+                                       " bytes has ", s.left_bytes,
+                                       " left (the generator's ScratchBytes sizes it)"));
 }
 
-inline std::vector<tensorflow::DataType> OutputTypes(tensorflow::OpKernelConstruction* c) {
-  return std::vector<tensorflow::DataType>(c->output_types().begin(), c->output_types().end());
-}
-
-// The Config's checks for the XLA kernel, with the Params as bytes (generator_xla.h).
-template <typename Config>
-absl::Status ConfigureBytes(tensorflow::OpKernelConstruction* c, BatchAttrs* batch,
-                            std::string* bytes, SampleShapes* shapes) {
-  using Params = typename Config::Params;
-  static_assert(std::is_trivially_copyable_v<Params>, "Params travel to XLA as bytes");
-  Params p;
-  std::memset(&p, 0, sizeof(p));  // padding too: the bytes are part of the compiled call
-  TF_RETURN_IF_ERROR(Configure<Config>(c, batch, &p, shapes));
-  bytes->assign(reinterpret_cast<const char*>(&p), sizeof(p));
-  return absl::OkStatus();
+// A failed GPU launch as an error that names the op; never aborts. The error's text comes
+// through the core's CUDA runtime forwarding (tf_ops/common/cuda_runtime.h).
+inline Status GpuLaunchStatus(cudaError_t err, const std::string& op) {
+  if (err == cudaSuccess) return OkStatus();
+  return InternalError(StrCat(op, ": launching its GPU kernel failed: CUDA error ",
+                              static_cast<int>(err), " (", CudaErrorText(static_cast<int>(err)),
+                              ")"));
 }
 
 }  // namespace sdk

@@ -2,12 +2,13 @@
 // every generator gets. A generator's .cu.cc includes this and its own header, then says
 //   OTF_DEFINE_GPU_GENERATOR(MyGen);
 //
-// The launch path, three calls from the op to the runtime: the op kernel (generator_op.h)
-// or XLA CUDA handler (generator_xla.h) calls LaunchGenerator, which picks the kernel for
-// the call and sizes its grid (LaunchUnits) and launches it with LaunchKernel
-// (gpu_launch.h) -> cudaLaunchKernel; a launcher generator's LaunchGenerator calls its own
-// Launch instead. Every error comes back as a cudaError_t, and the caller turns it into
-// an error that names the op.
+// The launch path, three calls from the op to the runtime: the op kernel (a front end's,
+// e.g. tf_ops/tensorflow/generator_ops.cc), the XLA CUDA handler (generator_xla_ffi.h) or the
+// core's C API calls LaunchGenerator (the variant's GPU entry point, generator_def.h), which
+// picks the kernel for the call and sizes its grid (LaunchUnits) and launches it with
+// LaunchKernel (gpu_launch.h) -> cudaLaunchKernel; a launcher generator's LaunchGenerator
+// calls its own Launch instead. Every error comes back as a cudaError_t, and the caller
+// turns it into an error that names the op.
 #ifndef TF_ONTHEFLY_SDK_GENERATOR_GPU_CU_H_
 #define TF_ONTHEFLY_SDK_GENERATOR_GPU_CU_H_
 
@@ -32,19 +33,23 @@ constexpr int kGeneratorBlockThreads = 256;
 // The stream keys are derived here, on the device, from seed and step in device memory:
 // threads 0 .. kNumStreams-1 of each block derive one key each (two Philox evaluations)
 // into shared memory, and every thread keeps a copy in registers (the generators index
-// keys with compile-time stream ids).
+// keys with compile-time stream ids). Thread 0 reads the global index of row 0
+// (FirstGlobalSample: the sample offset, if any, is in device memory) beside them.
 template <typename Gen, int V, int K, typename Index>
 __global__ void GeneratorKernel(typename Gen::Params p, CallGeometry g, SeedAndStep seed_step,
                                 Inputs in, Index items_per_sample, Index groups_per_sample,
                                 Index total_groups) {
   constexpr int kStreams = Gen::kNumStreams;
   __shared__ PhiloxKey block_keys[kStreams];
+  __shared__ int64_t block_first;
   if (threadIdx.x < kStreams)
     block_keys[threadIdx.x] = StreamKey(seed_step, static_cast<int>(threadIdx.x));
+  if (threadIdx.x == 0) block_first = FirstGlobalSample(seed_step, g.first_sample);
   __syncthreads();
   PhiloxKey keys[kStreams];
 #pragma unroll
   for (int s = 0; s < kStreams; ++s) keys[s] = block_keys[s];
+  const int64_t first = block_first;
 
   Index t = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (t >= total_groups) return;
@@ -58,7 +63,8 @@ __global__ void GeneratorKernel(typename Gen::Params p, CallGeometry g, SeedAndS
     for (int k = 0; k < K; ++k) {
       const Index item = group + k * groups_per_sample;
       if (K == 1 || item < items_per_sample)
-        RunItem<Gen, V>(p, g, in, keys, static_cast<int64_t>(row), static_cast<int64_t>(item));
+        RunItem<Gen, V>(p, g, in, keys, first, static_cast<int64_t>(row),
+                        static_cast<int64_t>(item));
     }
     row += stride_rows;
     group += stride_groups;
@@ -108,7 +114,10 @@ UnitLauncher<Gen> UnitLauncherFor(int variant, int items_per_thread, bool wide) 
 }
 
 template <typename Gen>
-cudaError_t LaunchGenerator(const GpuCall<typename Gen::Params>& call) {
+cudaError_t LaunchGenerator(const GpuLaunchArgs* args) {
+  const GpuCall<typename Gen::Params> call{
+      *static_cast<const typename Gen::Params*>(args->params), *args->geometry,
+      *args->seed_and_step, *args->inputs, args->stream, *args->scratch};
   if constexpr (HasGpuLaunch<Gen>::value) {
     const cudaError_t err = Gen::Launch(call);
     // A <<<>>> launch inside Launch leaves its error in the runtime's last-error state
@@ -132,6 +141,6 @@ cudaError_t LaunchGenerator(const GpuCall<typename Gen::Params>& call) {
 // namespace scope.
 #define OTF_DEFINE_GPU_GENERATOR(...)                                  \
   template cudaError_t tf_onthefly::sdk::LaunchGenerator<__VA_ARGS__>( \
-      const ::tf_onthefly::sdk::GpuCall<typename __VA_ARGS__::Params>&)
+      const ::tf_onthefly::sdk::GpuLaunchArgs*)
 
 #endif  // TF_ONTHEFLY_SDK_GENERATOR_GPU_CU_H_

@@ -27,6 +27,7 @@ CUDA_COPTS = [
     "-std=c++17",
     "-O3",
     "-fPIC",
+    "-fvisibility=hidden",
     "-ffp-contract=off",
     "-D_GLIBCXX_USE_CXX11_ABI=1",
     "-Wno-unknown-cuda-version",

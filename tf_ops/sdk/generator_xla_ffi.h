@@ -1,73 +1,59 @@
-// The generator SDK, XLA side: what each generator op registers so that XLA can compile it
-// (tf.function(jit_compile=True), Keras jit_compile): typed-FFI handlers that run the
-// generator's CPU loop ("Host") or its GPU launch on XLA's stream ("CUDA"), and a
-// type-erased description of the op for the SDK's one XLA kernel (generator_xla.cc), whose
-// Compile() emits a custom call to the handler. No tf2xla headers here: those are heavy, and
-// only generator_xla.cc includes them.
+// The generator SDK's XLA handlers: typed-FFI handlers (XLA's header-only FFI API, no
+// TensorFlow) that run a generator's CPU loop ("Host") or its GPU launch on XLA's stream
+// ("CUDA"), in whichever XLA loads them: TensorFlow's (tf_ops/tensorflow/generator_xla.cc
+// registers them under jit_compile) or JAX's (jax.ffi). A generator's variants get them from
+// OTF_GENERATOR_KERNELS (generator_def.h) where the XLA FFI headers are on the include path.
 //
-// Under XLA the outputs are the TF kernels' bit for bit: the handlers run the same code
-// (FillRowsCpu, LaunchGenerator) on the same Params, which travel to them as a byte-array
-// attribute of the custom call, with first_sample (a compile-time constant under XLA), the
-// batch size and the inputs' value rules. Every error names the op.
-#ifndef TF_ONTHEFLY_SDK_GENERATOR_XLA_H_
-#define TF_ONTHEFLY_SDK_GENERATOR_XLA_H_
+// Under XLA the outputs are the other kernels' bit for bit: the handlers run the same code
+// (FillRowsCpu, LaunchGenerator) on the same Params. The custom call:
+//   operands  seed (int64 [] or [2]), step (int64 []), then, with sample_offset = 1, the
+//             call's sample offset (int64 [], added to first_sample; on the GPU read only
+//             on the device), then the generator's own inputs;
+//   results   the op's outputs (every output's dimension 0 is the call's rows), then, with
+//             scratch_bytes > 0, one u8 buffer of ScratchBufferBytes(scratch_bytes) bytes
+//             that the CUDA handler serves the launch's scratch requests from;
+//   attributes batch_size, first_sample (i64), params (the Params' bytes, array<i8>), op (the
+//             op's name, for errors), input_names (comma-separated) and input_rules (their
+//             ValueRules' bytes, array<i8>), scratch_bytes and sample_offset (i64).
+// Every error names the op.
+#ifndef TF_ONTHEFLY_SDK_GENERATOR_XLA_FFI_H_
+#define TF_ONTHEFLY_SDK_GENERATOR_XLA_FFI_H_
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <initializer_list>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
-#include <type_traits>
-#include <utility>
 #include <vector>
 
-#include "absl/strings/str_split.h"
-#include "tf_ops/common/float_env.h"
-#include "tf_ops/common/tf_glue.h"
 #include "tf_ops/sdk/generator.h"
 #include "tf_ops/sdk/generator_config.h"
+#include "tf_ops/sdk/status.h"
 #include "xla/ffi/api/ffi.h"
-
-// xla/ffi/ffi_api.h needs MLIR headers the TF wheel does not ship; the function is exported
-// by libtensorflow_framework.so.2.
-namespace xla::ffi {
-const XLA_FFI_Api* GetXlaFfiApi();
-}
 
 namespace tf_onthefly {
 namespace sdk {
-
-// One generator op as the XLA kernel sees it.
-struct XlaGeneratorOp {
-  // Runs the op's attribute checks (the Config's) and writes its Params as bytes.
-  absl::Status (*configure)(tensorflow::OpKernelConstruction* c, BatchAttrs* batch,
-                            std::string* params, SampleShapes* shapes);
-  // Whether the generator has a CPU implementation (a Host handler).
-  bool has_cpu;
-  // The FFI target of each generator struct, by the type attribute values that select it.
-  std::vector<std::pair<std::vector<TypeConstraint>, std::string>> targets;
-};
-
-// Registers generator struct Gen's FFI target `target` of op `op` (the first call for an op
-// also registers the op's XLA kernel, defined in generator_xla.cc).
-absl::Status RegisterXlaTarget(const char* op, const XlaGeneratorOp& description,
-                               std::vector<TypeConstraint> types, const std::string& target);
-
 namespace xla_ffi {
 namespace ffi = ::xla::ffi;
 
+// The API version of the XLA FFI headers the handlers are built with (major * 1000 +
+// minor): an XLA accepts handlers of the versions it supports (TensorFlow 2.20: 0.1 only;
+// TensorFlow 2.21: 0.1 and 0.2).
+constexpr int32_t kApiVersion = XLA_FFI_API_MAJOR * 1000 + XLA_FFI_API_MINOR;
+
 inline ffi::Error OpError(ffi::ErrorCode code, std::string_view op, const std::string& what) {
-  return ffi::Error(code, absl::StrCat(op, ": ", what));
+  return ffi::Error(code, StrCat(op, ": ", what));
 }
 
-inline ffi::Error FromStatus(const absl::Status& s) {
+inline ffi::Error FromStatus(const Status& s) {
   if (s.ok()) return ffi::Error::Success();
-  return ffi::Error(static_cast<ffi::ErrorCode>(s.code()), std::string(s.message()));
+  return ffi::Error(static_cast<ffi::ErrorCode>(s.code()), s.message());
 }
 
 // What every handler decodes from its custom call: the Params, the geometry from the result
-// buffers (every output has `rows` rows), the seed and step, and the inputs.
+// buffers (every output has `rows` rows), the seed and step, the inputs and the scratch.
 template <typename Gen>
 struct Call {
   typename Gen::Params params{};
@@ -75,6 +61,8 @@ struct Call {
   SeedAndStep seed_step{};
   Inputs in;
   ElementKind kinds[kMaxInputs] = {};
+  char* scratch = nullptr;
+  int64_t scratch_size = 0;
 };
 
 inline ElementKind KindOf(ffi::DataType type) {
@@ -93,17 +81,24 @@ inline ElementKind KindOf(ffi::DataType type) {
 template <typename Gen>
 ffi::Error Decode(ffi::AnyBuffer seed, ffi::AnyBuffer step, ffi::RemainingArgs& args,
                   ffi::RemainingRets& rets, int64_t first_sample, int64_t batch_size,
-                  ffi::Span<const int8_t> params, std::string_view op, Call<Gen>* call) {
+                  ffi::Span<const int8_t> params, std::string_view op, int64_t scratch_bytes,
+                  int64_t sample_offset, Call<Gen>* call) {
   if (params.size() != sizeof(call->params))
     return OpError(ffi::ErrorCode::kInternal, op, "params attribute of the wrong size");
   std::memcpy(&call->params, params.begin(), sizeof(call->params));
-  if (rets.size() > static_cast<size_t>(kMaxOutputs) ||
-      args.size() > static_cast<size_t>(kMaxInputs))
+  const size_t offsets = sample_offset != 0 ? 1 : 0, scratches = scratch_bytes > 0 ? 1 : 0;
+  if (rets.size() < scratches || rets.size() - scratches > static_cast<size_t>(kMaxOutputs) ||
+      args.size() < offsets || args.size() - offsets > static_cast<size_t>(kMaxInputs))
     return OpError(ffi::ErrorCode::kInternal, op, "more custom-call operands than the SDK holds");
   CallGeometry& g = call->g;
   for (size_t i = 0; i < rets.size(); ++i) {
     auto out = rets.get<ffi::AnyBuffer>(i);
     if (out.has_error()) return out.error();
+    if (i + scratches == rets.size()) {
+      call->scratch = static_cast<char*>((*out)->untyped_data());
+      call->scratch_size = static_cast<int64_t>((*out)->size_bytes());
+      continue;
+    }
     const auto dims = (*out)->dimensions();
     if (i == 0) g.num_samples = dims.size() == 0 ? 0 : dims[0];
     g.base[i] = (*out)->untyped_data();
@@ -112,9 +107,17 @@ ffi::Error Decode(ffi::AnyBuffer seed, ffi::AnyBuffer step, ffi::RemainingArgs& 
   }
   g.batch_size = batch_size;
   g.first_sample = first_sample;
-  call->in.count = static_cast<int>(args.size());
-  for (size_t i = 0; i < args.size(); ++i) {
-    auto arg = args.get<ffi::AnyBuffer>(i);
+  call->seed_step = SeedAndStep{static_cast<const int64_t*>(seed.untyped_data()),
+                                static_cast<int64_t>(seed.element_count()),
+                                static_cast<const int64_t*>(step.untyped_data()), nullptr};
+  if (offsets) {
+    auto offset = args.get<ffi::AnyBuffer>(0);
+    if (offset.has_error()) return offset.error();
+    call->seed_step.sample_offset = static_cast<const int64_t*>(offset->untyped_data());
+  }
+  call->in.count = static_cast<int>(args.size() - offsets);
+  for (int i = 0; i < call->in.count; ++i) {
+    auto arg = args.get<ffi::AnyBuffer>(offsets + i);
     if (arg.has_error()) return arg.error();
     const auto dims = arg->dimensions();
     call->in.data[i] = arg->untyped_data();
@@ -123,9 +126,6 @@ ffi::Error Decode(ffi::AnyBuffer seed, ffi::AnyBuffer step, ffi::RemainingArgs& 
       call->in.dims[i][d] = dims[d];
     call->kinds[i] = KindOf(arg->element_type());
   }
-  call->seed_step = SeedAndStep{static_cast<const int64_t*>(seed.untyped_data()),
-                                static_cast<int64_t>(seed.element_count()),
-                                static_cast<const int64_t*>(step.untyped_data())};
   return ffi::Error::Success();
 }
 
@@ -144,10 +144,9 @@ struct HostRows {
   std::atomic<int> refs{1};
 
   void Work() {
-    ScopedIeeeSubnormals ieee;  // per thread: the floating-point mode is a thread's own
     for (int64_t c = next.fetch_add(1); c < chunks; c = next.fetch_add(1)) {
       const int64_t begin = c * chunk_rows;
-      FillRowsCpu<Gen>(call.params, call.g, call.in, keys, begin,
+      FillRowsCpu<Gen>(&call.params, &call.g, &call.in, keys, begin,
                        std::min(call.g.num_samples, begin + chunk_rows));
       done.fetch_add(1);
     }
@@ -168,30 +167,40 @@ inline ffi::Error CheckValues(const Inputs& in, const ElementKind* kinds,
                               std::string_view op) {
   if (rules.size() != in.count * sizeof(ValueRule))
     return OpError(ffi::ErrorCode::kInternal, op, "input_rules attribute of the wrong size");
-  const std::vector<std::string> name = absl::StrSplit(names, ',');
   for (int i = 0; i < in.count; ++i) {
+    const size_t comma = names.find(',');
+    const std::string name(names.substr(0, comma));
+    names = comma == std::string_view::npos ? std::string_view() : names.substr(comma + 1);
     ValueRule rule;
     std::memcpy(&rule, rules.begin() + i * sizeof(ValueRule), sizeof(rule));
-    const absl::Status s = CheckInputValues(name[i], rule, kinds[i], in.data[i], in.size(i));
-    if (!s.ok()) return ffi::Error::InvalidArgument(absl::StrCat(op, ": ", s.message()));
+    const Status s = CheckInputValues(name, rule, kinds[i], in.data[i], in.size(i));
+    if (!s.ok()) return ffi::Error::InvalidArgument(StrCat(op, ": ", s.message()));
   }
   return ffi::Error::Success();
 }
 
-// "Host": the TF CPU kernel's loop in IEEE arithmetic, its rows shared out over XLA's
-// intra-op threads as the TF kernel shares them over TensorFlow's.
+// "Host": the CPU loop, its rows shared out over XLA's intra-op threads.
 template <typename Gen>
 ffi::Error RunHost(ffi::ThreadPool pool, ffi::AnyBuffer seed, ffi::AnyBuffer step,
                    ffi::RemainingArgs args, ffi::RemainingRets rets, int64_t first_sample,
                    int64_t batch_size, ffi::Span<const int8_t> params, std::string_view op,
-                   ffi::Span<const int8_t> input_rules, std::string_view input_names) {
+                   ffi::Span<const int8_t> input_rules, std::string_view input_names,
+                   int64_t scratch_bytes, int64_t sample_offset) {
   if constexpr (!HasCpu<Gen>::value) {
-    return OpError(ffi::ErrorCode::kInvalidArgument, op, "GPU-only: no CPU implementation");
+    return FromStatus(GpuOnlyError(std::string(op)));
   } else {
     auto* rows = new HostRows<Gen>();
     Call<Gen>& call = rows->call;
-    ffi::Error e = Decode<Gen>(seed, step, args, rets, first_sample, batch_size, params, op, &call);
+    ffi::Error e = Decode<Gen>(seed, step, args, rets, first_sample, batch_size, params, op,
+                               scratch_bytes, sample_offset, &call);
     if (e.success()) e = CheckValues(call.in, call.kinds, input_rules, input_names, op);
+    if (e.success() && call.seed_step.sample_offset != nullptr) {
+      // In host memory here: the shard's first sample is checked exactly, as a host value.
+      call.g.first_sample = FirstGlobalSample(call.seed_step, first_sample);
+      const Status s =
+          BatchAttrs{batch_size, call.g.num_samples}.CheckFirstSample(call.g.first_sample);
+      if (!s.ok()) e = ffi::Error::InvalidArgument(StrCat(op, ": ", s.message()));
+    }
     if (e.failure() || call.g.num_samples == 0) {
       rows->Release();
       return e;
@@ -220,62 +229,68 @@ ffi::Error RunHost(ffi::ThreadPool pool, ffi::AnyBuffer seed, ffi::AnyBuffer ste
   }
 }
 
-// XLA's scratch allocator behind the SDK's: allocations are freed when the handler returns,
-// after the launch was enqueued on XLA's stream (stream-ordered, as XLA's own temporaries).
+// XLA's scratch allocator behind the SDK's, where the call has no scratch buffer of its own:
+// allocations are freed when the handler returns, after the launch was enqueued on XLA's
+// stream (stream-ordered, as XLA's own temporaries).
 struct XlaScratch {
   ffi::ScratchAllocator* xla;
   int64_t refused_bytes = -1;
   static void* Allocate(void* self, int64_t bytes) {
     auto* s = static_cast<XlaScratch*>(self);
     std::optional<void*> p =
-        bytes < 0 ? std::nullopt : s->xla->Allocate(static_cast<size_t>(bytes), 256);
+        bytes < 0 ? std::nullopt : s->xla->Allocate(static_cast<size_t>(bytes), kScratchAlignment);
     if (p.has_value()) return *p;
     if (s->refused_bytes < 0) s->refused_bytes = bytes;
     return nullptr;
   }
 };
 
-// "CUDA": the TF GPU kernel's launch, on XLA's stream; seed, step and inputs stay on the
+// "CUDA": the GPU launch on XLA's stream; seed, step, sample offset and inputs stay on the
 // device.
 template <typename Gen>
 ffi::Error RunCuda(cudaStream_t stream, ffi::ScratchAllocator scratch, ffi::AnyBuffer seed,
                    ffi::AnyBuffer step, ffi::RemainingArgs args, ffi::RemainingRets rets,
                    int64_t first_sample, int64_t batch_size, ffi::Span<const int8_t> params,
-                   std::string_view op, ffi::Span<const int8_t>, std::string_view) {
+                   std::string_view op, ffi::Span<const int8_t>, std::string_view,
+                   int64_t scratch_bytes, int64_t sample_offset) {
   Call<Gen> call;
-  if (auto e = Decode<Gen>(seed, step, args, rets, first_sample, batch_size, params, op, &call);
+  if (auto e = Decode<Gen>(seed, step, args, rets, first_sample, batch_size, params, op,
+                           scratch_bytes, sample_offset, &call);
       e.failure())
     return e;
   if (call.g.num_samples == 0) return ffi::Error::Success();
+  BufferScratch buffer{call.scratch, call.scratch_size};
   XlaScratch xla_scratch{&scratch};
-  const ScratchAllocator allocator(&XlaScratch::Allocate, &xla_scratch);
-  const cudaError_t err = LaunchGenerator<Gen>(GpuCall<typename Gen::Params>{
-      call.params, call.g, call.seed_step, call.in, stream, allocator});
+  const ScratchAllocator allocator =
+      call.scratch != nullptr ? ScratchAllocator(&BufferScratch::Allocate, &buffer)
+                              : ScratchAllocator(&XlaScratch::Allocate, &xla_scratch);
+  const GpuLaunchArgs launch{&call.params, &call.g, &call.seed_step, &call.in, stream, &allocator};
+  const cudaError_t err = LaunchGenerator<Gen>(&launch);
+  if (buffer.refused_bytes >= 0) return FromStatus(ScratchBufferRefusal(op, buffer));
   if (xla_scratch.refused_bytes >= 0) {
     return OpError(ffi::ErrorCode::kResourceExhausted, op,
-                   absl::StrCat("scratch memory of ", xla_scratch.refused_bytes,
-                                " bytes was refused by XLA's allocator"));
+                   StrCat("scratch memory of ", xla_scratch.refused_bytes,
+                          " bytes was refused by XLA's allocator"));
   }
-  return FromStatus(GpuLaunchStatus(err, absl::StrCat(op, " (under XLA)")));
+  return FromStatus(GpuLaunchStatus(err, StrCat(op, " (under XLA)")));
 }
 
-// Both handlers take the custom call's operands (seed, step, then the generator's inputs)
-// and attributes: first_sample, batch_size, params (the Params struct's bytes), op (the
-// op's name, for error messages), input_rules and input_names (the inputs' value rules).
 template <typename Gen>
 XLA_FFI_Error* HostHandler(XLA_FFI_CallFrame* frame) {
   static auto* handler = ffi::Ffi::Bind()
                              .Ctx<ffi::ThreadPool>()  // XLA's intra-op threads
                              .Arg<ffi::AnyBuffer>()   // seed, int64 [] or [2]
                              .Arg<ffi::AnyBuffer>()   // step, int64 []
-                             .RemainingArgs()         // the generator's own inputs
-                             .RemainingRets()         // the op's outputs
+                             .RemainingArgs()         // [sample offset], the generator's inputs
+                             .RemainingRets()         // the op's outputs, [scratch]
                              .Attr<int64_t>("first_sample")
                              .Attr<int64_t>("batch_size")
                              .Attr<ffi::Span<const int8_t>>("params")
                              .Attr<std::string_view>("op")
                              .Attr<ffi::Span<const int8_t>>("input_rules")
                              .Attr<std::string_view>("input_names")
+                             .Attr<int64_t>("scratch_bytes")
+                             .Attr<int64_t>("sample_offset")
                              .To(RunHost<Gen>)
                              .release();
   return handler->Call(frame);
@@ -296,40 +311,15 @@ XLA_FFI_Error* CudaHandler(XLA_FFI_CallFrame* frame) {
                              .Attr<std::string_view>("op")
                              .Attr<ffi::Span<const int8_t>>("input_rules")
                              .Attr<std::string_view>("input_names")
+                             .Attr<int64_t>("scratch_bytes")
+                             .Attr<int64_t>("sample_offset")
                              .To(RunCuda<Gen>)
                              .release();
   return handler->Call(frame);
 }
 
-// traits: XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE for a handler XLA may record
-// into a CUDA graph with the fusions around it.
-absl::Status RegisterHandler(const std::string& target, const char* platform,
-                             XLA_FFI_Handler* handler, XLA_FFI_Handler_Traits traits = 0);
 }  // namespace xla_ffi
-
-// Registers generator Gen's XLA handlers ("Host" where it has a CPU implementation, and
-// "CUDA") under a target named after the op and the type values that select it, and tells
-// the SDK's XLA kernel about them. The CUDA handler may be recorded into XLA's command
-// buffers (CUDA graphs) where the generator allows it (CommandBufferCompatible); a custom
-// call without that trait splits the graph around it, and each piece then costs the step
-// its own launch.
-template <typename Config, typename Gen>
-void RegisterXlaHandlers(const char* op, std::initializer_list<TypeConstraint> types) {
-  std::string target = absl::StrCat("tf_onthefly.", op);
-  for (const TypeConstraint& t : types)
-    absl::StrAppend(&target, ".", tensorflow::DataTypeString(t.type));
-  absl::Status status;
-  if constexpr (HasCpu<Gen>::value)
-    status.Update(xla_ffi::RegisterHandler(target, "Host", &xla_ffi::HostHandler<Gen>));
-  status.Update(xla_ffi::RegisterHandler(
-      target, "CUDA", &xla_ffi::CudaHandler<Gen>,
-      CommandBufferCompatible<Gen>::value ? XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE : 0));
-  status.Update(RegisterXlaTarget(
-      op, XlaGeneratorOp{&ConfigureBytes<Config>, HasCpu<Gen>::value, {}}, types, target));
-  if (!status.ok()) LOG(ERROR) << op << " will not compile under XLA: " << status;
-}
-
 }  // namespace sdk
 }  // namespace tf_onthefly
 
-#endif  // TF_ONTHEFLY_SDK_GENERATOR_XLA_H_
+#endif  // TF_ONTHEFLY_SDK_GENERATOR_XLA_FFI_H_
