@@ -7,7 +7,7 @@ import numpy as np
 import tensorflow as tf
 from hypothesis import strategies as st
 
-from tf_onthefly import drift_walk
+from tf_onthefly import _load, drift_walk
 
 import arguments
 import device_util
@@ -128,6 +128,21 @@ class DriftWalkTest(device_util.DeviceTestCase, generator_contract.GeneratorCont
             ]:
                 with self.assertRaisesRegex(tf.errors.InvalidArgumentError, re.escape(message)):
                     call(value)
+
+    def test_negative_subnormal_refused_whatever_the_fp_mode(self):
+        """The value checks judge float32 in IEEE arithmetic: TensorFlow's threads read a
+        subnormal as zero (flush-to-zero, denormals-are-zero), under which -1e-45 would pass
+        the [0, 1] rule as -0 while -0.5 is refused. Refused on the CPU eagerly and under
+        XLA (its Host handler), naming the input and the value."""
+        if device_util.device() != "cpu":
+            self.skipTest("the GPU reads the values only on the device")
+        message = "up_probability must be in [0, 1], got -1.4013e-45 at flat index 1"
+        call = lambda: drift_walk(4, 10, [0.5, -1e-45], seed=1, step=0)  # noqa: E731
+        with self.assertRaisesRegex(tf.errors.InvalidArgumentError, re.escape(message)):
+            call()
+        if _load.HAS_XLA:
+            with self.assertRaisesRegex(tf.errors.InvalidArgumentError, re.escape(message)):
+                tf.function(call, jit_compile=True)()
 
     def test_gpu_values_outside_the_rule_are_defined(self):
         """On the GPU (no value check without a host round trip): NaN or below 0 never steps

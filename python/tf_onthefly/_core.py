@@ -216,10 +216,15 @@ class Call:
 
 
 def _numpy_dtype(np, name):
+    """NumPy's dtype of that name; bfloat16 from ml_dtypes where it is installed, else its
+    bits as uint16."""
     if name == "bfloat16":
-        import ml_dtypes
+        try:
+            import ml_dtypes
 
-        return ml_dtypes.bfloat16
+            return ml_dtypes.bfloat16
+        except ImportError:
+            return np.uint16
     return np.dtype(name)
 
 

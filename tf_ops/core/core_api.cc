@@ -69,9 +69,10 @@ void WriteValue(json::Writer* w, const AttrValue& v) {
       w->Int(v.i);
       break;
     case AttrValue::Kind::kFloat:
-      w->Raw(std::isfinite(v.f) ? json::Float(v.f) : std::isnan(v.f) ? "NaN"
-                                                     : v.f > 0         ? "Infinity"
-                                                                       : "-Infinity");
+      w->Raw(std::isfinite(v.f) ? json::Float(v.f)
+             : std::isnan(v.f)  ? "NaN"
+             : v.f > 0          ? "Infinity"
+                                : "-Infinity");
       break;
     case AttrValue::Kind::kBool:
       w->Bool(v.b);
@@ -201,11 +202,11 @@ Status ToValue(const AttrSpec& a, const json::Value& j, AttrValue* v) {
 
 // The value is one the spec allows (TensorFlow's OpDef check, with its message).
 Status CheckAllowed(const AttrSpec& a, const AttrValue& v) {
-  if (!a.allowed_strings.empty() &&
-      std::find(a.allowed_strings.begin(), a.allowed_strings.end(), v.s) ==
-          a.allowed_strings.end()) {
+  if (!a.allowed_strings.empty() && std::find(a.allowed_strings.begin(), a.allowed_strings.end(),
+                                              v.s) == a.allowed_strings.end()) {
     std::string list;
-    for (const std::string& s : a.allowed_strings) list += (list.empty() ? "\"" : ", \"") + s + "\"";
+    for (const std::string& s : a.allowed_strings)
+      list += (list.empty() ? "\"" : ", \"") + s + "\"";
     return sdk::InvalidArgumentError(StrCat("Value for attr '", a.name, "' of \"", v.s,
                                             "\" is not in the list of allowed values: ", list));
   }
@@ -276,7 +277,8 @@ std::string CallJson(const Configured& c) {
         sdk::DTypeNumpyName(c.input_types[i]));
     w.Key("dims").Open('[');
     for (int64_t d : in.dims) w.Int(d);
-    w.Close(']').Key("rule").Open('{').Key("finite").Bool(in.values.flags & sdk::ValueRule::kFinite);
+    w.Close(']').Key("rule").Open('{').Key("finite").Bool(in.values.flags &
+                                                          sdk::ValueRule::kFinite);
     if (in.values.flags & sdk::ValueRule::kLow) w.Key("low").Raw(json::Float(in.values.low));
     if (in.values.flags & sdk::ValueRule::kHigh) w.Key("high").Raw(json::Float(in.values.high));
     w.Close('}').Close('}');
@@ -304,8 +306,7 @@ Status CheckRun(const Configured& c, const OtfRunArgs& a, bool host, sdk::Inputs
     const sdk::InputSpec& spec = c.shapes.inputs[i];
     const DType type = static_cast<DType>(a.input_dtypes[i]);
     OTF_REQUIRE(type == c.input_types[i], spec.name, " must be a ",
-                sdk::DTypeNumpyName(c.input_types[i]), " tensor, got ",
-                sdk::DTypeNumpyName(type));
+                sdk::DTypeNumpyName(c.input_types[i]), " tensor, got ", sdk::DTypeNumpyName(type));
     OTF_REQUIRE(a.input_ranks[i] >= 0 && a.input_ranks[i] <= sdk::kMaxInputRank, spec.name,
                 " has rank ", a.input_ranks[i], "; inputs have at most ", sdk::kMaxInputRank);
     const std::vector<int64_t> dims(a.input_dims[i], a.input_dims[i] + a.input_ranks[i]);
@@ -392,8 +393,8 @@ Status RunGpu(const Configured& c, const OtfRunArgs& a, void* stream, void* scra
   const sdk::SeedAndStep seed_step{a.seed, a.seed_size, a.step, a.sample_offset};
   sdk::BufferScratch buffer{static_cast<char*>(scratch), scratch_size};
   const sdk::ScratchAllocator allocator(&sdk::BufferScratch::Allocate, &buffer);
-  const sdk::GpuLaunchArgs launch{c.params.data(), &g, &seed_step, &in,
-                                  static_cast<cudaStream_t>(stream), &allocator};
+  const sdk::GpuLaunchArgs launch{
+      c.params.data(), &g, &seed_step, &in, static_cast<cudaStream_t>(stream), &allocator};
   const cudaError_t err = c.variant->def.launch_gpu(&launch);
   if (buffer.refused_bytes >= 0) return sdk::ScratchBufferRefusal(c.generator->name, buffer);
   const Status s = sdk::GpuLaunchStatus(err, c.generator->name);
@@ -414,9 +415,7 @@ int32_t tf_onthefly_core_abi_version(void) { return tf_onthefly::sdk::kSdkAbiVer
 int32_t tf_onthefly_core_contract_version(void) { return tf_onthefly::kContractVersion; }
 int32_t tf_onthefly_core_xla_ffi_api_version(void) { return OTF_CORE_XLA_FFI_API_VERSION; }
 
-const char* tf_onthefly_core_last_error(void) {
-  return tf_onthefly::core::last_error.c_str();
-}
+const char* tf_onthefly_core_last_error(void) { return tf_onthefly::core::last_error.c_str(); }
 
 void tf_onthefly_core_free(void* p) { std::free(p); }
 
@@ -445,8 +444,8 @@ int32_t tf_onthefly_core_configure(const char* op, const char* attrs_json, void*
   *call = nullptr;
   const core::Generator* g = core::FindGenerator(op != nullptr ? op : "");
   if (g == nullptr) {
-    return Fail(sdk::Status(sdk::Code::kNotFound,
-                            sdk::StrCat("no generator op named '", op ? op : "", "' is registered")));
+    return Fail(sdk::Status(sdk::Code::kNotFound, sdk::StrCat("no generator op named '",
+                                                              op ? op : "", "' is registered")));
   }
   sdk::Attrs attrs;
   sdk::Status s = core::AttrsFromJson(*g, attrs_json, &attrs);
@@ -455,7 +454,8 @@ int32_t tf_onthefly_core_configure(const char* op, const char* attrs_json, void*
     std::string types;
     for (const core::ArgSpec& a : g->outputs) {
       const sdk::AttrValue* t = a.type_attr.empty() ? nullptr : attrs.Find(a.type_attr);
-      if (t != nullptr) types += (types.empty() ? "" : ", ") + a.type_attr + "=" + sdk::DTypeName(t->type);
+      if (t != nullptr)
+        types += (types.empty() ? "" : ", ") + a.type_attr + "=" + sdk::DTypeName(t->type);
     }
     s = sdk::UnimplementedError("it has no kernels for " + types);
   }
@@ -472,8 +472,7 @@ int32_t tf_onthefly_core_configure(const char* op, const char* attrs_json, void*
 void tf_onthefly_core_release(void* call) { delete static_cast<Call*>(call); }
 
 char* tf_onthefly_core_call_json(const void* call) {
-  return tf_onthefly::core::Copy(
-      tf_onthefly::core::CallJson(static_cast<const Call*>(call)->c));
+  return tf_onthefly::core::Copy(tf_onthefly::core::CallJson(static_cast<const Call*>(call)->c));
 }
 
 int32_t tf_onthefly_core_run_cpu(const void* call, const OtfRunArgs* args, int32_t threads) {

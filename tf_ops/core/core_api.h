@@ -95,8 +95,7 @@ OTF_CORE_C_API int32_t tf_onthefly_core_run_cpu(const void* call, const OtfRunAr
 // the call's scratch_bytes) for the launch's scratch requests. Inputs' shapes and dtypes are
 // checked; their values and the offset live on the device and are not.
 OTF_CORE_C_API int32_t tf_onthefly_core_run_gpu(const void* call, const OtfRunArgs* args,
-                                                void* stream, void* scratch,
-                                                int64_t scratch_size);
+                                                void* stream, void* scratch, int64_t scratch_size);
 
 // Variant `variant` of op `op`'s XLA handler for `platform` ("host" or "cuda"), an
 // XLA_FFI_Handler*; NULL (and last_error says why) where it has none.

@@ -169,9 +169,8 @@ sdk::Status ParseAttr(const std::string& spec, AttrSpec* a) {
     return bad();
   }
   if (a->has_default && !ParseDefault(*a, dflt, &a->default_value)) {
-    return sdk::InvalidArgumentError(
-        StrCat("attribute '", spec, "': cannot read the default '", dflt, "' as ",
-               AttrValue::KindName(a->kind)));
+    return sdk::InvalidArgumentError(StrCat("attribute '", spec, "': cannot read the default '",
+                                            dflt, "' as ", AttrValue::KindName(a->kind)));
   }
   return sdk::OkStatus();
 }
@@ -303,8 +302,8 @@ sdk::Status BuildVariant(const OtfVariantDef& def, const Generator& g, Variant* 
     v->xla_target += "." + sdk::DTypeName(type);
   }
   for (const Variant& other : g.variants) {
-    OTF_REQUIRE(other.types != v->types, "a variant with the same type values (",
-                v->xla_target, ") is registered already");
+    OTF_REQUIRE(other.types != v->types, "a variant with the same type values (", v->xla_target,
+                ") is registered already");
   }
   v->def = def;
   v->def.generator = nullptr;  // the registering library's strings: not kept
@@ -444,8 +443,8 @@ int32_t tf_onthefly_register_generator(const OtfGeneratorDef* def) {
   using namespace tf_onthefly::core;  // NOLINT(build/namespaces)
   Registry& r = GetRegistry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  const char* name = def != nullptr && def->struct_size >= sizeof(OtfGeneratorDef) ? def->name
-                                                                                  : nullptr;
+  const char* name =
+      def != nullptr && def->struct_size >= sizeof(OtfGeneratorDef) ? def->name : nullptr;
   if (def == nullptr || def->struct_size < sizeof(OtfGeneratorDef)) {
     return Refuse(r, def, "a generator", name,
                   tf_onthefly::sdk::InvalidArgumentError(
@@ -459,9 +458,9 @@ int32_t tf_onthefly_register_generator(const OtfGeneratorDef* def) {
   g.library = LibraryOf(def->name);
   for (const Generator& other : r.generators) {
     if (s.ok() && other.name == g.name) {
-      s = tf_onthefly::sdk::Status(tf_onthefly::sdk::Code::kAlreadyExists,
-                                   "a generator of that name is registered already, by " +
-                                       other.library);
+      s = tf_onthefly::sdk::Status(
+          tf_onthefly::sdk::Code::kAlreadyExists,
+          "a generator of that name is registered already, by " + other.library);
     }
   }
   if (!s.ok()) return Refuse(r, def->name, "generator", name, s);

@@ -53,7 +53,7 @@ struct Generator;
 // values, and its entry points.
 struct OTF_CORE_API Variant {
   const Generator* generator = nullptr;
-  int index = 0;                                        // in generator->variants
+  int index = 0;                                          // in generator->variants
   std::vector<std::pair<std::string, sdk::DType>> types;  // (attribute, value)
   std::string xla_target;  // "tf_onthefly.<op>[.<type name>...]": its XLA handlers' name
   OtfVariantDef def{};     // the entry points (its string fields cleared)

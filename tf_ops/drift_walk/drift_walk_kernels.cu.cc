@@ -28,8 +28,8 @@ constexpr int64_t kMaxBlocks = 1 << 20;  // the grid strides over (walk, tile) u
 
 // Per block: the two stream keys, derived on the device from seed and step, and the global
 // index of row 0 (the sample offset, if any, is in device memory too).
-__device__ void DeriveKeys(const sdk::SeedAndStep& seed_step, int64_t first_sample,
-                           PhiloxKey* keys, int64_t* first) {
+__device__ void DeriveKeys(const sdk::SeedAndStep& seed_step, int64_t first_sample, PhiloxKey* keys,
+                           int64_t* first) {
   if (threadIdx.x < DriftWalkGen::kNumStreams)
     keys[threadIdx.x] = sdk::StreamKey(seed_step, static_cast<int>(threadIdx.x));
   if (threadIdx.x == 0) *first = sdk::FirstGlobalSample(seed_step, first_sample);

@@ -71,9 +71,9 @@ struct RandomBatchConfig {
     }
     p->range = p->high - p->low;
     p->unit_range = p->low == 0.0f && p->high == 1.0f;
-    p->low_up = dtype == sdk::DType::kBFloat16 ? LeastAtOrAbove<BFloat16>(p->low)
-                : dtype == sdk::DType::kFloat16   ? LeastAtOrAbove<Float16>(p->low)
-                                                 : p->low;
+    p->low_up = dtype == sdk::DType::kBFloat16  ? LeastAtOrAbove<BFloat16>(p->low)
+                : dtype == sdk::DType::kFloat16 ? LeastAtOrAbove<Float16>(p->low)
+                                                : p->low;
     if (p->distribution == Distribution::kUniform) {
       const std::string type = sdk::DTypeName(dtype);
       OTF_REQUIRE(p->low >= -MaxFinite(dtype), "low must be >= ", -MaxFinite(dtype), " for dtype ",
@@ -86,8 +86,7 @@ struct RandomBatchConfig {
     OTF_REQUIRE(num_classes >= 1, "num_classes must be >= 1, got ", num_classes);
     OTF_REQUIRE(p->label_mode == LabelMode::kBernoulli || num_classes <= MaxClasses(label_dtype),
                 "num_classes must be <= ", MaxClasses(label_dtype), " for label_dtype ",
-                sdk::DTypeName(label_dtype), " (every class id exact), got ",
-                num_classes);
+                sdk::DTypeName(label_dtype), " (every class id exact), got ", num_classes);
     p->num_classes = static_cast<uint64_t>(num_classes);
 
     shapes->Add("features", {p->feature_dim});
@@ -136,11 +135,11 @@ label_dtype: The labels' type: float32, int32 or int64.
 )doc");
 
 // One set of kernels per (feature dtype, label dtype).
-#define OTF_RANDOM_BATCH_KERNELS(Feature, feature_dtype, Label, label_dtype)        \
-  OTF_GENERATOR_KERNELS(RandomBatchConfig, RandomBatchGen<Feature, Label>) \
+#define OTF_RANDOM_BATCH_KERNELS(Feature, feature_dtype, Label, label_dtype) \
+  OTF_GENERATOR_KERNELS(RandomBatchConfig, RandomBatchGen<Feature, Label>)   \
   ("OnTheFly>RandomBatch", {{"dtype", feature_dtype}, {"label_dtype", label_dtype}})
-#define OTF_RANDOM_BATCH_KERNELS_FOR(Feature, feature_dtype)                       \
-  OTF_RANDOM_BATCH_KERNELS(Feature, feature_dtype, float, sdk::DType::kFloat32);   \
+#define OTF_RANDOM_BATCH_KERNELS_FOR(Feature, feature_dtype)                     \
+  OTF_RANDOM_BATCH_KERNELS(Feature, feature_dtype, float, sdk::DType::kFloat32); \
   OTF_RANDOM_BATCH_KERNELS(Feature, feature_dtype, int32_t, sdk::DType::kInt32); \
   OTF_RANDOM_BATCH_KERNELS(Feature, feature_dtype, int64_t, sdk::DType::kInt64)
 OTF_RANDOM_BATCH_KERNELS_FOR(Float32, sdk::DType::kFloat32);

@@ -79,9 +79,9 @@ typedef struct OtfVariantDef {
   uint32_t sdk_abi_version;
   uint32_t contract_version;
   uint32_t abi_flags;
-  const char* generator;              // the op's name, registered before
-  const char* const* type_attrs;      // "dtype", "label_dtype"
-  const int32_t* type_values;         // their values (sdk::DType)
+  const char* generator;          // the op's name, registered before
+  const char* const* type_attrs;  // "dtype", "label_dtype"
+  const int32_t* type_values;     // their values (sdk::DType)
   int32_t num_types;
   int64_t params_size;                // sizeof(Params)
   int32_t num_streams;                // Gen::kNumStreams: keys fill_rows_cpu reads

@@ -142,10 +142,9 @@ class Attrs {
     *a = Find(name);
     if (*a == nullptr) return InvalidArgumentError(StrCat("No attr named '", name, "'"));
     if ((*a)->kind != kind) {
-      return InvalidArgumentError(StrCat("AttrValue had value with type '",
-                                         AttrValue::KindName((*a)->kind), "' when '",
-                                         AttrValue::KindName(kind), "' expected for attr '",
-                                         name, "'"));
+      return InvalidArgumentError(
+          StrCat("AttrValue had value with type '", AttrValue::KindName((*a)->kind), "' when '",
+                 AttrValue::KindName(kind), "' expected for attr '", name, "'"));
     }
     return OkStatus();
   }

@@ -256,7 +256,8 @@ struct BufferScratch {
   static void* Allocate(void* self, int64_t bytes) {
     auto* s = static_cast<BufferScratch*>(self);
     const uintptr_t base = reinterpret_cast<uintptr_t>(s->base);
-    const int64_t skip = static_cast<int64_t>((kScratchAlignment - (base + s->used) % kScratchAlignment) % kScratchAlignment);
+    const int64_t skip = static_cast<int64_t>(
+        (kScratchAlignment - (base + s->used) % kScratchAlignment) % kScratchAlignment);
     const int64_t left = s->size - s->used - skip;
     if (bytes < 0 || s->base == nullptr || bytes > left) {
       if (s->refused_bytes < 0) {

@@ -235,7 +235,8 @@ inline double Float32Value(const void* element) {
   } else if (exponent == 0) {
     magnitude = std::ldexp(static_cast<double>(mantissa), -149);  // subnormal or zero
   } else {
-    magnitude = std::ldexp(static_cast<double>(mantissa | 0x800000u), static_cast<int>(exponent) - 150);
+    magnitude =
+        std::ldexp(static_cast<double>(mantissa | 0x800000u), static_cast<int>(exponent) - 150);
   }
   return negative ? -magnitude : magnitude;
 }

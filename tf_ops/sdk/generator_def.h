@@ -65,7 +65,8 @@ namespace sdk {
 // The op spec that OTF_GENERATOR starts; each call adds one REGISTER_OP string.
 class GeneratorBuilder {
  public:
-  GeneratorBuilder(const char* name, int64_t params_size) : name_(name), params_size_(params_size) {}
+  GeneratorBuilder(const char* name, int64_t params_size)
+      : name_(name), params_size_(params_size) {}
   GeneratorBuilder&& Input(const char* spec) && {
     inputs_.push_back(spec);
     return std::move(*this);
@@ -119,7 +120,7 @@ void ConfigureEntry(const Attrs* attrs, void* params, SampleShapes* shapes, Stat
   using Params = typename Config::Params;
   static_assert(std::is_trivially_copyable_v<Params>,
                 "Params travel as bytes (to the GPU, to XLA): plain data only");
-  ScopedIeeeSubnormals ieee;  // a check judges a float the same way on every thread
+  ScopedIeeeSubnormals ieee;               // a check judges a float the same way on every thread
   std::memset(params, 0, sizeof(Params));  // padding too: the bytes are part of a compiled call
   *status = Config::Configure(*attrs, static_cast<Params*>(params), shapes);
 }
@@ -175,7 +176,7 @@ bool RegisterVariant(const char* op, std::initializer_list<TypeConstraint> types
 
 #define OTF_GENERATOR(name, Config) OTF_GENERATOR_(__COUNTER__, name, Config)
 #define OTF_GENERATOR_(n, name, Config) OTF_GENERATOR__(n, name, Config)
-#define OTF_GENERATOR__(n, name, Config)                                               \
+#define OTF_GENERATOR__(n, name, Config)                                                   \
   [[maybe_unused]] static const ::tf_onthefly::sdk::GeneratorRegistrar otf_generator_##n = \
       ::tf_onthefly::sdk::GeneratorBuilder(name, sizeof(Config::Params))
 
@@ -185,7 +186,7 @@ bool RegisterVariant(const char* op, std::initializer_list<TypeConstraint> types
 //                                                  {{"dtype", sdk::DType::kFloat32}});
 #define OTF_GENERATOR_KERNELS(...) OTF_GENERATOR_KERNELS_(__COUNTER__, __VA_ARGS__)
 #define OTF_GENERATOR_KERNELS_(n, ...) OTF_GENERATOR_KERNELS__(n, __VA_ARGS__)
-#define OTF_GENERATOR_KERNELS__(n, ...)                            \
+#define OTF_GENERATOR_KERNELS__(n, ...)                          \
   [[maybe_unused]] static const bool otf_generator_kernels_##n = \
       ::tf_onthefly::sdk::RegisterVariant<__VA_ARGS__>
 

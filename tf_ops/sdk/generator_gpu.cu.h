@@ -115,9 +115,12 @@ UnitLauncher<Gen> UnitLauncherFor(int variant, int items_per_thread, bool wide) 
 
 template <typename Gen>
 cudaError_t LaunchGenerator(const GpuLaunchArgs* args) {
-  const GpuCall<typename Gen::Params> call{
-      *static_cast<const typename Gen::Params*>(args->params), *args->geometry,
-      *args->seed_and_step, *args->inputs, args->stream, *args->scratch};
+  const GpuCall<typename Gen::Params> call{*static_cast<const typename Gen::Params*>(args->params),
+                                           *args->geometry,
+                                           *args->seed_and_step,
+                                           *args->inputs,
+                                           args->stream,
+                                           *args->scratch};
   if constexpr (HasGpuLaunch<Gen>::value) {
     const cudaError_t err = Gen::Launch(call);
     // A <<<>>> launch inside Launch leaves its error in the runtime's last-error state

@@ -261,9 +261,9 @@ ffi::Error RunCuda(cudaStream_t stream, ffi::ScratchAllocator scratch, ffi::AnyB
   if (call.g.num_samples == 0) return ffi::Error::Success();
   BufferScratch buffer{call.scratch, call.scratch_size};
   XlaScratch xla_scratch{&scratch};
-  const ScratchAllocator allocator =
-      call.scratch != nullptr ? ScratchAllocator(&BufferScratch::Allocate, &buffer)
-                              : ScratchAllocator(&XlaScratch::Allocate, &xla_scratch);
+  const ScratchAllocator allocator = call.scratch != nullptr
+                                         ? ScratchAllocator(&BufferScratch::Allocate, &buffer)
+                                         : ScratchAllocator(&XlaScratch::Allocate, &xla_scratch);
   const GpuLaunchArgs launch{&call.params, &call.g, &call.seed_step, &call.in, stream, &allocator};
   const cudaError_t err = LaunchGenerator<Gen>(&launch);
   if (buffer.refused_bytes >= 0) return FromStatus(ScratchBufferRefusal(op, buffer));

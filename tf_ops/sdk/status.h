@@ -113,17 +113,17 @@ std::string StrCat(const Args&... args) {
 }  // namespace tf_onthefly
 
 // Returns InvalidArgument(StrCat(message...)) from the enclosing function unless `cond`.
-#define OTF_REQUIRE(cond, ...)                                                         \
-  do {                                                                                 \
-    if (!(cond))                                                                       \
+#define OTF_REQUIRE(cond, ...)                                                                  \
+  do {                                                                                          \
+    if (!(cond))                                                                                \
       return ::tf_onthefly::sdk::InvalidArgumentError(::tf_onthefly::sdk::StrCat(__VA_ARGS__)); \
   } while (0)
 
 // Returns the status of `expr` from the enclosing function unless it is OK.
-#define OTF_RETURN_IF_ERROR(expr)                                    \
-  do {                                                               \
-    ::tf_onthefly::sdk::Status otf_status_ = (expr);                 \
-    if (!otf_status_.ok()) return otf_status_;                       \
+#define OTF_RETURN_IF_ERROR(expr)                    \
+  do {                                               \
+    ::tf_onthefly::sdk::Status otf_status_ = (expr); \
+    if (!otf_status_.ok()) return otf_status_;       \
   } while (0)
 
 #endif  // TF_ONTHEFLY_SDK_STATUS_H_

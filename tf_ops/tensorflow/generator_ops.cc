@@ -152,9 +152,10 @@ class GeneratorOp : public tensorflow::OpKernel {
       OP_REQUIRES_OK(ctx,
                      ToTf(sdk::CheckInputShape(spec, true, Dims(t.shape()), cfg_.batch.rows())));
       if (kOnCpu) {
-        OP_REQUIRES_OK(ctx, ToTf(sdk::CheckInputValues(
-                                spec.name, spec.values, sdk::KindOf(static_cast<sdk::DType>(t.dtype())),
-                                t.data(), t.NumElements())));
+        OP_REQUIRES_OK(ctx,
+                       ToTf(sdk::CheckInputValues(spec.name, spec.values,
+                                                  sdk::KindOf(static_cast<sdk::DType>(t.dtype())),
+                                                  t.data(), t.NumElements())));
       }
       in.data[i] = t.data();
       in.rank[i] = t.dims();
@@ -167,8 +168,8 @@ class GeneratorOp : public tensorflow::OpKernel {
     g.first_sample = first_sample;
     for (int i = 0; i < ctx->num_outputs(); ++i) {
       tensorflow::Tensor* out = nullptr;
-      OP_REQUIRES_OK(ctx, AllocateOutput(ctx, i, out_shapes_[i], type_string(),
-                                         cfg_.shapes.names[i], &out));
+      OP_REQUIRES_OK(
+          ctx, AllocateOutput(ctx, i, out_shapes_[i], type_string(), cfg_.shapes.names[i], &out));
       g.base[i] = out->data();
       g.sample_bytes[i] = cfg_.sample_bytes[i];
     }
@@ -194,8 +195,9 @@ class GeneratorOp : public tensorflow::OpKernel {
                       type_string(), ": its generator's library was built without GPU code")));
       TfScratch scratch(ctx);
       const sdk::ScratchAllocator allocator = scratch.allocator();
-      const sdk::GpuLaunchArgs call{cfg_.params.data(), &g, &seed_step, &in,
-                                    ctx->eigen_device<Eigen::GpuDevice>().stream(), &allocator};
+      const sdk::GpuLaunchArgs call{
+          cfg_.params.data(), &g, &seed_step, &in, ctx->eigen_device<Eigen::GpuDevice>().stream(),
+          &allocator};
       const cudaError_t err = launch_(&call);
       OP_REQUIRES_OK(ctx, scratch.status());
       OP_REQUIRES_OK(ctx, ToTf(sdk::GpuLaunchStatus(err, type_string())));

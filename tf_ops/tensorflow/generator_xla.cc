@@ -59,15 +59,16 @@ class GeneratorXlaOp : public tensorflow::XlaOpKernel {
                 absl::InternalError(absl::StrCat(op, " is not a generator of the core")));
     const sdk::Attrs attrs = AttrsOf(tensorflow::AttrSlice(ctx->def()), *g);
     const core::Variant* v = core::SelectVariant(*g, attrs);
-    OP_REQUIRES(ctx, v != nullptr,
-                absl::InternalError(absl::StrCat(op, " has no XLA handler for this node's dtypes")));
+    OP_REQUIRES(
+        ctx, v != nullptr,
+        absl::InternalError(absl::StrCat(op, " has no XLA handler for this node's dtypes")));
     const bool gpu = ctx->device_type() == tensorflow::DeviceType(tensorflow::DEVICE_GPU_XLA_JIT);
     OP_REQUIRES(ctx, gpu || v->has_cpu(), ToTf(sdk::GpuOnlyError(op)));
-    OP_REQUIRES(ctx, (gpu ? v->def.xla_cuda_handler : v->def.xla_host_handler) != nullptr,
-                absl::UnimplementedError(absl::StrCat(
-                    op, " has no XLA handler for ", gpu ? "GPUs" : "CPUs",
-                    ": its library was built without XLA's FFI headers",
-                    gpu ? " or without GPU code" : "")));
+    OP_REQUIRES(
+        ctx, (gpu ? v->def.xla_cuda_handler : v->def.xla_host_handler) != nullptr,
+        absl::UnimplementedError(absl::StrCat(op, " has no XLA handler for ", gpu ? "GPUs" : "CPUs",
+                                              ": its library was built without XLA's FFI headers",
+                                              gpu ? " or without GPU code" : "")));
     OP_REQUIRES_OK(ctx, ToTf(core::Configure(*v, attrs, &cfg_)));
     for (int i = 0; i < ctx->num_outputs(); ++i) {
       xla::PrimitiveType type;
@@ -92,21 +93,22 @@ class GeneratorXlaOp : public tensorflow::XlaOpKernel {
     std::vector<xla::XlaOp> operands = {ctx->Input(0), ctx->Input(1)};
     for (size_t i = 0; i < cfg_.shapes.inputs.size(); ++i) {
       const int index = sdk::kCommonInputs + static_cast<int>(i);
-      OP_REQUIRES_OK(ctx, ToTf(sdk::CheckInputShape(cfg_.shapes.inputs[i], true,
-                                                    Dims(ctx->InputShape(index)),
-                                                    cfg_.batch.rows())));
+      OP_REQUIRES_OK(
+          ctx, ToTf(sdk::CheckInputShape(cfg_.shapes.inputs[i], true, Dims(ctx->InputShape(index)),
+                                         cfg_.batch.rows())));
       operands.push_back(ctx->Input(index));
     }
-    const std::string config = absl::StrCat(
-        "{batch_size = ", cfg_.batch.batch_size, " : i64, first_sample = ", first_sample,
-        " : i64, input_names = \"", cfg_.InputNames(), "\", input_rules = ",
-        ByteArray(cfg_.InputRules()), ", op = \"", cfg_.generator->name,
-        "\", params = ", ByteArray(cfg_.params), ", sample_offset = 0 : i64, scratch_bytes = ",
-        scratch_bytes_, " : i64}");
+    const std::string config =
+        absl::StrCat("{batch_size = ", cfg_.batch.batch_size,
+                     " : i64, first_sample = ", first_sample, " : i64, input_names = \"",
+                     cfg_.InputNames(), "\", input_rules = ", ByteArray(cfg_.InputRules()),
+                     ", op = \"", cfg_.generator->name, "\", params = ", ByteArray(cfg_.params),
+                     ", sample_offset = 0 : i64, scratch_bytes = ", scratch_bytes_, " : i64}");
     const xla::XlaOp call = xla::CustomCall(
-        ctx->builder(), cfg_.variant->xla_target, operands, xla::ShapeUtil::MakeTupleShape(outputs_),
-        config, /*has_side_effect=*/false, /*output_operand_aliasing=*/{}, /*literal=*/nullptr,
-        xla::CustomCallSchedule::SCHEDULE_NONE, xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
+        ctx->builder(), cfg_.variant->xla_target, operands,
+        xla::ShapeUtil::MakeTupleShape(outputs_), config, /*has_side_effect=*/false,
+        /*output_operand_aliasing=*/{}, /*literal=*/nullptr, xla::CustomCallSchedule::SCHEDULE_NONE,
+        xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
     for (int i = 0; i < ctx->num_outputs(); ++i) ctx->SetOutput(i, xla::GetTupleElement(call, i));
   }
 

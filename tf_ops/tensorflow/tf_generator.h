@@ -18,8 +18,8 @@ inline const tensorflow::AttrValue* Find(const tensorflow::AttrSlice& node,
                                          const std::string& name) {
   return node.Find(name);
 }
-inline const tensorflow::AttrValue* Find(
-    const tensorflow::shape_inference::InferenceContext& node, const std::string& name) {
+inline const tensorflow::AttrValue* Find(const tensorflow::shape_inference::InferenceContext& node,
+                                         const std::string& name) {
   return node.GetAttr(name);
 }
 

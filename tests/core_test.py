@@ -1,0 +1,252 @@
+"""The framework-neutral core (libtf_onthefly_core.so) through its C API, from a Python process
+that never imports TensorFlow: it reads the generators' specs, configures them, runs them
+on the CPU and gets, byte for byte, what the TensorFlow ops give for the same arguments
+(computed in a second process that imports TensorFlow). Errors name the op and the argument.
+
+The JAX and PyTorch front ends reach the core exactly this way (python/tf_onthefly/_core.py).
+"""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+PACKAGE = os.path.join(ROOT, "python", "tf_onthefly")
+
+
+def load_core_module():
+    """python/tf_onthefly/_core.py by its path: importing the package would import TensorFlow."""
+    spec = importlib.util.spec_from_file_location("otf_core", os.path.join(PACKAGE, "_core.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_core = load_core_module()
+CORE = _core.Core(os.path.join(PACKAGE, _core.LIBRARY))
+
+# (op, attributes, inputs, seed, step, first_sample): every built-in generator, several
+# dtypes (variants), a shard, inputs, walks of several tiles.
+CASES = [
+    ("OnTheFly>RandomBatch", dict(batch_size=33, feature_dim=7), [], [1, 2], 3, 0),
+    (
+        "OnTheFly>RandomBatch",
+        dict(
+            batch_size=40,
+            num_samples=9,
+            feature_dim=13,
+            distribution="normal",
+            dtype="bfloat16",
+            label_mode="classes",
+            num_classes=5,
+            label_dtype="int64",
+        ),
+        [],
+        7,
+        11,
+        20,
+    ),
+    ("OnTheFly>RandomBatch", dict(batch_size=6, feature_dim=9, low=-2.5, high=3.0, dtype="float16"), [], 5, 0, 0),
+    ("OnTheFly>RandomWalk", dict(batch_size=10, length=77), [], [3, 4], 5, 0),
+    ("OnTheFly>DriftWalk", dict(batch_size=12, num_samples=5, length=5000), [np.float32([0.2, 0.7, 0.9])], 1, 2, 4),
+    ("OnTheFly>TabularMixture", dict(batch_size=16, feature_dim=6, num_classes=4, task_seed=9), [], 8, 1, 0),
+    (
+        "OnTheFly>TeacherTask",
+        dict(batch_size=8, feature_dim=5, hidden=7, label_dtype="float32", task="regression"),
+        [],
+        2,
+        6,
+        0,
+    ),
+    ("OnTheFly>ProceduralShapes", dict(batch_size=3, height=16, width=12, channels=3, dtype="uint8"), [], 4, 9, 0),
+    ("OnTheFly>ProceduralShapes", dict(batch_size=2, height=8, width=8, channels=1, dtype="bfloat16"), [], 4, 9, 0),
+]
+
+# The TensorFlow side, in its own process: the ops' generated functions with the same
+# attributes, each output's bytes written as .npy.
+TF_SCRIPT = r"""
+import json, sys
+import numpy as np
+import tensorflow as tf
+from tf_onthefly import _generator
+
+cases = json.load(open(sys.argv[1]))
+for k, (op, attrs, inputs, seed, step, first) in enumerate(cases):
+    attrs = {n: tf.as_dtype(v) if n.endswith("dtype") else v for n, v in attrs.items()}
+    spec_inputs = [i for i in json.load(open(sys.argv[2]))[op]]
+    named = {name: np.asarray(v, np.float32) for name, v in zip(spec_inputs, inputs)}
+    with tf.device("/CPU:0"):
+        outs = _generator.op_function(op)(
+            seed=tf.constant(seed, tf.int64), step=tf.constant(step, tf.int64),
+            first_sample=tf.constant(first, tf.int64), **named, **attrs)
+    for i, t in enumerate(outs):
+        np.save(f"{sys.argv[3]}/{k}_{i}.npy", t.numpy().view(np.uint8).reshape(-1))
+"""
+
+
+def own_input_names(specs):
+    return {g["name"]: [i["name"] for i in g["inputs"][3:]] for g in specs["generators"]}
+
+
+class CoreTest(unittest.TestCase):
+    def tearDown(self):
+        self.assertNotIn("tensorflow", sys.modules)
+
+    def test_no_tensorflow(self):
+        self.assertNotIn("tensorflow", sys.modules)
+        self.assertEqual(CORE.take_registration_errors(), [])
+
+    def test_specs(self):
+        specs = CORE.specs()
+        self.assertEqual(specs["abi_version"], CORE.versions()["abi"])
+        self.assertEqual(specs["contract_version"], 2)
+        by_name = {g["name"]: g for g in specs["generators"]}
+        self.assertLessEqual(
+            {
+                "OnTheFly>DriftWalk",
+                "OnTheFly>ProceduralShapes",
+                "OnTheFly>RandomBatch",
+                "OnTheFly>RandomWalk",
+                "OnTheFly>TabularMixture",
+                "OnTheFly>TeacherTask",
+            },
+            set(by_name),
+        )
+        walk = by_name["OnTheFly>DriftWalk"]
+        self.assertEqual([i["name"] for i in walk["inputs"]], ["seed", "step", "first_sample", "up_probability"])
+        self.assertEqual(walk["inputs"][3]["dtype"], "float32")
+        self.assertEqual(walk["input_specs"], ["up_probability: float"])
+        self.assertTrue(walk["variants"][0]["scratch"])  # ScratchBytes: its XLA scratch result
+        batch = by_name["OnTheFly>RandomBatch"]
+        self.assertEqual(len(batch["variants"]), 9)  # 3 feature x 3 label dtypes
+        dtype = next(a for a in batch["attrs"] if a["name"] == "dtype")
+        self.assertEqual((dtype["type"], dtype["default"]), ("type", "float32"))
+        self.assertEqual(dtype["allowed"], ["float32", "bfloat16", "float16"])
+        self.assertEqual([a["name"] for a in batch["attrs"][:3]], ["Tindex", "batch_size", "num_samples"])
+        low = next(a for a in batch["attrs"] if a["name"] == "low")
+        self.assertEqual(low["default"], 0.0)
+
+    def test_outputs_equal_the_tensorflow_ops(self):
+        """Every case's outputs, byte for byte, against the TensorFlow op's (second process)."""
+        names = own_input_names(CORE.specs())
+        with tempfile.TemporaryDirectory() as tmp:
+            cases = os.path.join(tmp, "cases.json")
+            with open(cases, "w") as f:
+                json.dump([[op, a, [x.tolist() for x in i], s, st, first] for op, a, i, s, st, first in CASES], f)
+            with open(os.path.join(tmp, "inputs.json"), "w") as f:
+                json.dump(names, f)
+            out = subprocess.run(
+                [sys.executable, "-c", TF_SCRIPT, cases, os.path.join(tmp, "inputs.json"), tmp],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            self.assertEqual(out.returncode, 0, msg=out.stderr[-3000:])
+            for k, (op, attrs, inputs, seed, step, first) in enumerate(CASES):
+                with self.subTest(op=op, attrs=attrs):
+                    call = CORE.configure(op, **attrs)
+                    outs = call.run_cpu(seed, step, first_sample=first, inputs=inputs, threads=3)
+                    self.assertEqual([list(o.shape) for o in outs], [o["shape"] for o in call.info["outputs"]])
+                    for i, o in enumerate(outs):
+                        want = np.load(os.path.join(tmp, f"{k}_{i}.npy"))
+                        got = np.ascontiguousarray(o).view(np.uint8).reshape(-1)
+                        np.testing.assert_array_equal(got, want, err_msg=f"{op} output {i}")
+
+    def test_threads_and_sample_offset(self):
+        """Rows shared over any number of threads, and a sample offset, give the same bytes as
+        one thread with the offset in first_sample."""
+        call = CORE.configure("OnTheFly>RandomBatch", batch_size=64, num_samples=20, feature_dim=5)
+        want = call.run_cpu([1, 2], 3, first_sample=30, threads=1)
+        for threads in (2, 7, 64):
+            got = call.run_cpu([1, 2], 3, first_sample=30, threads=threads)
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w)
+        seed, step, offset = np.int64([1, 2]), np.int64([3]), np.int64([25])
+        outs = [np.empty(o["shape"], o["dtype"]) for o in call.info["outputs"]]
+        args = call.run_args(
+            (seed.ctypes.data, 2), step.ctypes.data, 5, offset.ctypes.data, [], [o.ctypes.data for o in outs]
+        )
+        CORE.check(CORE.lib.tf_onthefly_core_run_cpu(call.handle, _core.ctypes.byref(args), 2))
+        for g, w in zip(outs, want):
+            np.testing.assert_array_equal(g, w)
+
+    def test_call_description(self):
+        call = CORE.configure("OnTheFly>DriftWalk", batch_size=8, length=5000)
+        info = call.info
+        self.assertEqual(info["outputs"][0], {"name": "walks", "dtype": "int32", "shape": [8, 5000]})
+        self.assertEqual(info["inputs"][0]["dims"], [-2])  # any size >= 1
+        self.assertEqual(info["inputs"][0]["rule"], {"finite": True, "low": 0, "high": 1})
+        self.assertEqual(info["input_names"], "up_probability")
+        self.assertEqual(len(info["params"]), 16)  # 8 bytes of Params, in hex
+        # Three tiles of 2048 steps: 8 rows x 3 tiles of int32 sums, aligned, plus alignment.
+        self.assertEqual(info["scratch_bytes"], 256 + 256)
+        self.assertFalse(info["command_buffer_compatible"])
+        self.assertEqual(CORE.configure("OnTheFly>DriftWalk", batch_size=8, length=100).info["scratch_bytes"], 0)
+        if CORE.versions()["xla_ffi_api"] >= 0:
+            self.assertTrue(CORE.xla_handler("OnTheFly>DriftWalk", info["variant"], "host"))
+            self.assertTrue(CORE.xla_handler("OnTheFly>DriftWalk", info["variant"], "cuda"))
+
+    def test_errors_name_the_op_and_the_argument(self):
+        for op, attrs, message in [
+            (
+                "OnTheFly>RandomWalk",
+                dict(batch_size=4, length=0),
+                "OnTheFly>RandomWalk: length must be in [1, 1048576], got 0",
+            ),
+            ("OnTheFly>RandomWalk", dict(batch_size=0, length=3), "batch_size must be >= 1, got 0"),
+            ("OnTheFly>RandomWalk", dict(batch_size=4), "attribute 'length' (int) is required"),
+            ("OnTheFly>RandomWalk", dict(batch_size=4, length=3, lenght=2), "it has no attribute 'lenght'"),
+            ("OnTheFly>RandomWalk", dict(batch_size=4, length=2.5), "attribute 'length' must be an integer"),
+            (
+                "OnTheFly>RandomBatch",
+                dict(batch_size=4, feature_dim=3, distribution="gamma"),
+                'Value for attr \'distribution\' of "gamma" is not in the list of allowed values: "uniform", "normal"',
+            ),
+            (
+                "OnTheFly>RandomBatch",
+                dict(batch_size=4, feature_dim=3, dtype="int32"),
+                "Value for attr 'dtype' of int32 is not in the list of allowed values: float, bfloat16, half",
+            ),
+            (
+                "OnTheFly>RandomBatch",
+                dict(batch_size=4, feature_dim=3, low=float("nan")),
+                "low and high must be finite",
+            ),
+            ("OnTheFly>NoSuchOp", dict(batch_size=4), "no generator op named 'OnTheFly>NoSuchOp'"),
+        ]:
+            with self.subTest(message=message):
+                with self.assertRaises(_core.CoreError) as e:
+                    CORE.configure(op, **attrs)
+                self.assertIn(message, str(e.exception))
+        walk = CORE.configure("OnTheFly>DriftWalk", batch_size=8, num_samples=4, length=10)
+        for kwargs, code, message in [
+            (
+                dict(inputs=[np.float32([0.5, -1e-45])]),
+                3,
+                "up_probability must be in [0, 1], got -1.4013e-45 at flat index 1",
+            ),
+            (dict(inputs=[np.float32([[0.5]])]), 3, "up_probability must have shape [n], got [1, 1]"),
+            (dict(inputs=[np.float64([0.5])]), 3, "up_probability must be a float32 tensor, got float64"),
+            (dict(inputs=[]), 3, "it takes 1 tensor inputs, got 0"),
+            (
+                dict(inputs=[np.float32([0.5])], first_sample=5),
+                3,
+                "first_sample must be in [0, batch_size - num_samples] = [0, 4], got 5",
+            ),
+            (dict(inputs=[np.float32([0.5])], threads=0), 3, "threads must be >= 1, got 0"),
+        ]:
+            with self.subTest(message=message):
+                with self.assertRaises(_core.CoreError) as e:
+                    walk.run_cpu([1, 2], 0, **kwargs)
+                self.assertEqual(e.exception.code, code)
+                self.assertIn("OnTheFly>DriftWalk: " + message, str(e.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
