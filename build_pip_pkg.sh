@@ -6,8 +6,11 @@
 #   (runs ./configure.sh if needed)
 #
 # 1. For each TensorFlow version: its headers and libraries (tools/build/tf_release.sh, cached),
-#    then `bazel build` of the op library against them: _ops_tf<major>_<minor>.so. The GPU
-#    kernels (libtf_onthefly_kernels.so, no TensorFlow headers) compile once and serve all.
+#    then `bazel build` of the op library (TensorFlow's front end) against them:
+#    _ops_tf<major>_<minor>.so. The core (libtf_onthefly_core.so: every generator, no
+#    TensorFlow) compiles once and serves all; its XLA handlers are built against the XLA FFI
+#    headers of the oldest release with XLA kernels (the only API version every one of them
+#    accepts; docs/build.md).
 # 2. The package (the configured TensorFlow's build), every op library, _variants.py listing
 #    them, staged with pyproject.toml and setup.py and written into a wheel by setuptools
 #    (pip wheel --no-build-isolation: offline).
@@ -28,7 +31,16 @@ versions=${OTF_TF_VERSIONS:-$("$PYTHON" -c "exec(open('tf_ops/tf_versions.bzl').
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pkg=bazel-bin/python/tf_onthefly
-build() { bazel build "$@" >"$tmp/bazel.log" 2>&1 || { cat "$tmp/bazel.log" >&2; exit 1; }; }
+# The XLA FFI headers of the oldest release that has them (versions are listed oldest first).
+ffi=""
+for v in $versions; do
+  release=$(tools/build/tf_release.sh "$v")
+  if [ -z "$ffi" ] && [ -f "$release/include/xla/ffi/api/c_api.h" ]; then ffi="$release/include"; fi
+done
+build() {
+  bazel build --repo_env=OTF_XLA_FFI_INCLUDE="$ffi" "$@" >"$tmp/bazel.log" 2>&1 ||
+    { cat "$tmp/bazel.log" >&2; exit 1; }
+}
 for v in $versions; do
   release=$(tools/build/tf_release.sh "$v")
   echo "op library for TensorFlow $v" >&2
@@ -38,7 +50,7 @@ for v in $versions; do
   cp "$pkg/_ops_tf${minor/./_}.so" "$tmp/"
   "$PYTHON" -c "exec(open('$pkg/_variants.py').read()); print(repr(VARIANTS))" >> "$tmp/variants.txt"
 done
-build //python/tf_onthefly  # back to the configured TensorFlow (and its GPU kernels)
+build //python/tf_onthefly  # back to the configured TensorFlow (the core is the same)
 "$PYTHON" - "$tmp" <<'PY'
 import ast, sys
 variants = {}
@@ -54,7 +66,7 @@ version=$(sed -n 's/^__version__ = "\(.*\)"/\1/p' python/tf_onthefly/_version.py
 stage="$tmp/stage"
 mkdir -p "$stage/tf_onthefly"
 cp pyproject.toml setup.py README.md LICENSE "$stage/"
-cp python/tf_onthefly/*.py "$pkg/_build_info.py" "$pkg/libtf_onthefly_kernels.so" "$tmp"/_ops_tf*.so \
+cp python/tf_onthefly/*.py "$pkg/_build_info.py" "$pkg/libtf_onthefly_core.so" "$tmp"/_ops_tf*.so \
   "$tmp/_variants.py" "$stage/tf_onthefly/"
 # The counter contract's C++ headers, for code compiled against the installed wheel
 # (tf_onthefly.include_dir()).
@@ -67,6 +79,6 @@ SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1767225600} "$PYTHON" -m pip wheel -q --d
   -w "$tmp/raw" "$stage" >"$tmp/log" 2>&1 || { cat "$tmp/log" >&2; exit 1; }
 mkdir -p "$DEST"
 "$PYTHON" -m auditwheel repair --exclude libtensorflow_framework.so.2 --exclude libtensorflow_cc.so.2 \
-  --exclude libtf_onthefly_kernels.so --plat "$PLAT" -w "$DEST" "$tmp"/raw/*.whl >"$tmp/log" 2>&1 \
+  --exclude libtf_onthefly_core.so --plat "$PLAT" -w "$DEST" "$tmp"/raw/*.whl >"$tmp/log" 2>&1 \
   || { cat "$tmp/log" >&2; exit 1; }
 ls "$DEST"/tf_onthefly-"$version"-*"$PLAT"*.whl

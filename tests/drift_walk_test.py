@@ -86,6 +86,23 @@ class DriftWalkTest(device_util.DeviceTestCase, generator_contract.GeneratorCont
                 self.assertAllEqual(w.numpy(), rw)
                 self.assertAllEqual(l.numpy(), rl)
 
+    @device_util.DeviceTestCase.require_gpu
+    @device_util.DeviceTestCase.require_xla
+    def test_scratch_under_xla_on_the_gpu(self):
+        """Walks of three tiles need scratch for their tile sums: under jit_compile on the GPU it
+        is the custom call's extra result, sized by ScratchBytes when the op is compiled (XLA's
+        own allocator refused it). Bit-identical to the CPU, whole batch and shard."""
+        up = tf.constant([0.2, 0.5, 0.9], tf.float32)
+        for kwargs in (dict(), dict(first_sample=100, num_samples=300)):
+            with self.subTest(**kwargs):
+                call = lambda: drift_walk(1024, 5000, up, seed=[1, 2], step=3, **kwargs)  # noqa: E731, B023
+                with tf.device("/CPU:0"):
+                    want = call()
+                with tf.device("/GPU:0"):
+                    got = tf.function(call, jit_compile=True)()
+                self.assertIn("GPU", got[0].device)
+                generator_contract.assert_bits_equal(self, got, want)
+
     def test_drift_follows_the_class(self):
         w, l = drift_walk(6000, 200, [0.25, 0.75], seed=1, step=0)
         final, label = w.numpy()[:, -1].astype(np.float64), l.numpy()[:, 0]

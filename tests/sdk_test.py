@@ -78,6 +78,21 @@ class SdkTest(device_util.DeviceTestCase):
             tf.function(lambda: LIB.on_the_fly_sdk_test_gpu_only_fill(**common(8), fail=2), jit_compile=True)()
         self.assertAllEqual(LIB.on_the_fly_sdk_test_gpu_only_fill(**common(4)), np.arange(4))
 
+    @device_util.DeviceTestCase.require_xla
+    def test_scratch_beyond_scratch_bytes_refused_under_xla(self):
+        """Under XLA on the GPU a launcher's scratch is a buffer of its ScratchBytes (plus one
+        alignment unit), sized when the op is compiled: a request beyond it is refused, naming
+        the op, the bytes asked and the buffer. Outside XLA, TensorFlow's allocator gives it."""
+        if device_util.device() != "gpu":
+            self.skipTest("GPU-only")
+        self.assertAllEqual(LIB.on_the_fly_sdk_test_gpu_only_fill(**common(8, 2, 5), fail=3), np.arange(2, 7))
+        with self.assertRaisesRegex(
+            tf.errors.ResourceExhaustedError,
+            r"OnTheFly>SdkTestGpuOnlyFill: scratch memory of 4096 bytes was refused: "
+            r"the call's scratch buffer of 512 bytes has \d+ left",
+        ):
+            tf.function(lambda: LIB.on_the_fly_sdk_test_gpu_only_fill(**common(8), fail=3), jit_compile=True)()
+
     def test_cccl_kernels_equal_the_cpu(self):
         """CUB's block radix sort and block scan, a Thrust algorithm on the op's stream and
         libcudacxx, compiled by the project's toolchain: the GPU's sorted keys and sums equal

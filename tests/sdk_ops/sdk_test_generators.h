@@ -17,13 +17,23 @@ namespace sdk_test {
 
 // GpuOnlyFill: out[row] = the global sample index, from a kernel of its own; no CPU code.
 struct FillParams {
-  int64_t fail;  // 0: none; 1: an invalid launch configuration; 2: too much scratch memory
+  // 0: none; 1: an invalid launch configuration; 2: too much scratch memory (no ScratchBytes:
+  // under XLA, from XLA's allocator); 3: more scratch than its ScratchBytes said (under XLA,
+  // beyond the call's scratch buffer).
+  int64_t fail;
 };
+
+// What a launch with fail = 3 asks for, and what its ScratchBytes says.
+constexpr int64_t kFillScratchAsked = 4096;
+constexpr int64_t kFillScratchSaid = 256;
 
 struct GpuOnlyFillGen {
   using Params = FillParams;
   static constexpr int kNumStreams = 1;
   static cudaError_t Launch(const sdk::GpuCall<Params>& call);
+  static int64_t ScratchBytes(const Params& p, int64_t) {
+    return p.fail == 3 ? kFillScratchSaid : 0;
+  }
 };
 
 // CcclSort: `length` random keys per sample (int32 in [0, 1000)), sorted ascending, and

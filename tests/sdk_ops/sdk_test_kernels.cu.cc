@@ -59,9 +59,11 @@ struct Identity {
 
 cudaError_t GpuOnlyFillGen::Launch(const sdk::GpuCall<Params>& call) {
   const sdk::CallGeometry& g = call.geometry;
-  if (call.params.fail == 2) {
-    // More than any device has: the SDK reports the refusal, naming the op and the bytes.
-    if (call.scratch.Allocate(int64_t{1} << 60) == nullptr) return cudaErrorMemoryAllocation;
+  if (call.params.fail == 2 || call.params.fail == 3) {
+    // More than any device has, or than ScratchBytes said: the SDK reports the refusal,
+    // naming the op and the bytes.
+    const int64_t bytes = call.params.fail == 2 ? int64_t{1} << 60 : kFillScratchAsked;
+    if (call.scratch.Allocate(bytes) == nullptr) return cudaErrorMemoryAllocation;
   }
   // fail == 1: 4096 threads per block is an invalid configuration on every GPU; the launch
   // is left unchecked on purpose (the SDK takes cudaGetLastError after Launch).
