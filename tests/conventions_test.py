@@ -48,6 +48,17 @@ class ConventionsTest(tf.test.TestCase):
                 ]:
                     self.assertTrue(os.path.exists(os.path.join(ROOT, path)), f"{name} lacks {path}")
 
+    def test_generator_files_include_no_framework(self):
+        """A generator's C++ and CUDA files build into the framework-neutral core: they include
+        the SDK and their own headers, never TensorFlow's (nor absl, Eigen or XLA, whose FFI
+        API the SDK includes for them)."""
+        for name in tf_onthefly.REGISTRY:
+            for path in [f"{name}.h", f"{name}_op.cc", f"{name}_kernels.cu.cc"]:
+                with self.subTest(file=path):
+                    includes = re.findall(r'^#include [<"]([^>"]+)[>"]', _read("tf_ops", name, path), re.M)
+                    framework = [i for i in includes if re.match(r"(tensorflow|absl|tsl|xla|Eigen|unsupported)/", i)]
+                    self.assertEqual(framework, [], f"tf_ops/{name}/{path} includes a framework's header")
+
     def test_each_generator_test_has_reference_arguments_output_sets_and_contract(self):
         """tests/<name>_test.py: its NumPy reference, its argument space (the fuzz test draws
         from it), its output sets (checked on every accepted fuzz call) and a test class with

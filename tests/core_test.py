@@ -248,5 +248,70 @@ class CoreTest(unittest.TestCase):
                 self.assertIn("OnTheFly>DriftWalk: " + message, str(e.exception))
 
 
+class GeneratorDef(_core.ctypes.Structure):
+    """OtfGeneratorDef (tf_ops/sdk/abi.h), to register as a library would."""
+
+    c = _core.ctypes
+    _fields_ = [
+        ("struct_size", c.c_size_t),
+        ("sdk_abi_version", c.c_uint32),
+        ("contract_version", c.c_uint32),
+        ("abi_flags", c.c_uint32),
+        ("name", c.c_char_p),
+        ("inputs", c.POINTER(c.c_char_p)),
+        ("num_inputs", c.c_int32),
+        ("outputs", c.POINTER(c.c_char_p)),
+        ("num_outputs", c.c_int32),
+        ("attrs", c.POINTER(c.c_char_p)),
+        ("num_attrs", c.c_int32),
+        ("doc", c.c_char_p),
+        ("params_size", c.c_int64),
+    ]
+
+
+class RegistrationTest(unittest.TestCase):
+    """The registration ABI refuses what it cannot take, naming the library and what differs."""
+
+    def register(self, name=b"OnTheFly>AbiProbe", **fields):
+        c = _core.ctypes
+        outputs = (c.c_char_p * 1)(b"out: float")
+        values = dict(
+            struct_size=c.sizeof(GeneratorDef),
+            sdk_abi_version=CORE.versions()["abi"],
+            contract_version=CORE.versions()["contract"],
+            abi_flags=1,
+            name=name,
+            outputs=outputs,
+            num_outputs=1,
+            doc=b"",
+            params_size=8,
+        )
+        values.update(fields)
+        code = CORE.lib.tf_onthefly_register_generator(c.byref(GeneratorDef(**values)))
+        return code, CORE.take_registration_errors()
+
+    def test_refusals_say_what_differs(self):
+        abi = CORE.versions()["abi"]
+        for fields, message in [
+            (dict(sdk_abi_version=abi + 1), f"built for SDK ABI {abi + 1}, this tf_onthefly has SDK ABI {abi}"),
+            (dict(contract_version=1), "built for counter contract v1, this tf_onthefly has counter contract v2"),
+            (dict(abi_flags=0), "built with _GLIBCXX_USE_CXX11_ABI=0, this tf_onthefly with _GLIBCXX_USE_CXX11_ABI=1"),
+            (dict(struct_size=16), "its registration record has 16 bytes"),
+            (dict(name=b"OnTheFly>RandomWalk"), "a generator of that name is registered already, by "),
+            (dict(num_outputs=0), "it has 0 outputs; a generator has 1 to 4"),
+        ]:
+            with self.subTest(message=message):
+                code, errors = self.register(**fields)
+                self.assertNotEqual(code, 0)
+                self.assertEqual(len(errors), 1, errors)
+                self.assertIn(" was not registered: " + message, errors[0])
+        self.assertIn("libtf_onthefly_core.so", self.register(name=b"OnTheFly>RandomWalk")[1][0])
+
+    def test_a_spec_without_variants_is_not_offered(self):
+        code, errors = self.register(name=b"OnTheFly>NoVariants")
+        self.assertEqual((code, errors), (0, []))
+        self.assertNotIn("OnTheFly>NoVariants", [g["name"] for g in CORE.specs()["generators"]])
+
+
 if __name__ == "__main__":
     unittest.main()

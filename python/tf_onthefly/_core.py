@@ -86,6 +86,7 @@ def _bind(lib):
             [c.c_void_p, c.POINTER(RunArgs), c.c_void_p, c.c_void_p, c.c_int64],
         ),
         ("tf_onthefly_core_xla_handler", c.c_void_p, [c.c_char_p, c.c_int32, c.c_char_p]),
+        ("tf_onthefly_register_generator", c.c_int32, [c.c_void_p]),
         ("tf_onthefly_cuda_runtime_unavailable_reason", c.c_char_p, []),
         ("tf_onthefly_cuda_runtime_source", c.c_char_p, []),
     ]:

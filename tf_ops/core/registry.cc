@@ -313,11 +313,23 @@ sdk::Status BuildVariant(const OtfVariantDef& def, const Generator& g, Variant* 
 }
 
 // Keeps a refusal for TakeRegistrationErrors, and returns its code.
-int32_t Refuse(Registry& r, const void* where, const char* what, const char* name,
+int32_t Refuse(Registry& r, const std::string& library, const char* what, const char* name,
                const sdk::Status& s) {
-  r.errors.push_back(StrCat(LibraryOf(where), ": ", what, " ", name ? name : "(unnamed)",
+  r.errors.push_back(StrCat(library, ": ", what, " ", name ? name : "(unnamed)",
                             " was not registered: ", s.message()));
   return static_cast<int32_t>(s.code());
+}
+
+// A registration record's versions (its first fields, where every SDK ABI keeps them), then
+// its size.
+template <typename Def>
+sdk::Status CheckRecord(const Def* def) {
+  OTF_REQUIRE(def != nullptr, "no registration record");
+  OTF_RETURN_IF_ERROR(CheckVersions(def->sdk_abi_version, def->contract_version, def->abi_flags));
+  OTF_REQUIRE(def->struct_size >= sizeof(Def), "its registration record has ", def->struct_size,
+              " bytes, this tf_onthefly's ", sizeof(Def),
+              ": rebuild it against this tf_onthefly's headers");
+  return sdk::OkStatus();
 }
 
 }  // namespace
@@ -439,23 +451,17 @@ std::vector<std::string> TakeRegistrationErrors() {
 
 extern "C" {
 
+// The library that registers is the caller's: its file names the refusals.
 int32_t tf_onthefly_register_generator(const OtfGeneratorDef* def) {
   using namespace tf_onthefly::core;  // NOLINT(build/namespaces)
+  const std::string library = LibraryOf(__builtin_return_address(0));
   Registry& r = GetRegistry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  const char* name =
-      def != nullptr && def->struct_size >= sizeof(OtfGeneratorDef) ? def->name : nullptr;
-  if (def == nullptr || def->struct_size < sizeof(OtfGeneratorDef)) {
-    return Refuse(r, def, "a generator", name,
-                  tf_onthefly::sdk::InvalidArgumentError(
-                      "its registration record is older than this tf_onthefly's SDK ABI: "
-                      "rebuild it against this tf_onthefly's headers"));
-  }
-  tf_onthefly::sdk::Status s =
-      CheckVersions(def->sdk_abi_version, def->contract_version, def->abi_flags);
+  tf_onthefly::sdk::Status s = CheckRecord(def);
+  const char* name = s.ok() ? def->name : nullptr;
   Generator g;
   if (s.ok()) s = BuildGenerator(*def, &g);
-  g.library = LibraryOf(def->name);
+  g.library = library;
   for (const Generator& other : r.generators) {
     if (s.ok() && other.name == g.name) {
       s = tf_onthefly::sdk::Status(
@@ -463,25 +469,18 @@ int32_t tf_onthefly_register_generator(const OtfGeneratorDef* def) {
           "a generator of that name is registered already, by " + other.library);
     }
   }
-  if (!s.ok()) return Refuse(r, def->name, "generator", name, s);
+  if (!s.ok()) return Refuse(r, library, "generator", name, s);
   r.generators.push_back(std::move(g));
   return 0;
 }
 
 int32_t tf_onthefly_register_variant(const OtfVariantDef* def) {
   using namespace tf_onthefly::core;  // NOLINT(build/namespaces)
+  const std::string library = LibraryOf(__builtin_return_address(0));
   Registry& r = GetRegistry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  const char* name =
-      def != nullptr && def->struct_size >= sizeof(OtfVariantDef) ? def->generator : nullptr;
-  if (def == nullptr || def->struct_size < sizeof(OtfVariantDef)) {
-    return Refuse(r, def, "a variant of", name,
-                  tf_onthefly::sdk::InvalidArgumentError(
-                      "its registration record is older than this tf_onthefly's SDK ABI: "
-                      "rebuild it against this tf_onthefly's headers"));
-  }
-  tf_onthefly::sdk::Status s =
-      CheckVersions(def->sdk_abi_version, def->contract_version, def->abi_flags);
+  tf_onthefly::sdk::Status s = CheckRecord(def);
+  const char* name = s.ok() ? def->generator : nullptr;
   Generator* g = nullptr;
   for (Generator& candidate : r.generators)
     if (name != nullptr && candidate.name == name) g = &candidate;
@@ -491,13 +490,13 @@ int32_t tf_onthefly_register_variant(const OtfVariantDef* def) {
         "no OTF_GENERATOR of that name was registered before it (write OTF_GENERATOR before "
         "its OTF_GENERATOR_KERNELS lines, in the same file)");
   }
-  if (s.ok() && g->library != LibraryOf(def->generator)) {
+  if (s.ok() && g->library != library) {
     s = tf_onthefly::sdk::InvalidArgumentError("the generator belongs to another library, " +
                                                g->library);
   }
   Variant v;
   if (s.ok()) s = BuildVariant(*def, *g, &v);
-  if (!s.ok()) return Refuse(r, def->generator, "a variant of", name, s);
+  if (!s.ok()) return Refuse(r, library, "a variant of", name, s);
   g->variants.push_back(std::move(v));
   return 0;
 }

@@ -79,49 +79,31 @@ class Attrs {
   const std::vector<std::pair<std::string, AttrValue>>& values() const { return values_; }
 
   Status GetAttr(std::string_view name, int64_t* v) const {
-    const AttrValue* a;
-    OTF_RETURN_IF_ERROR(Get(name, AttrValue::Kind::kInt, &a));
-    *v = a->i;
-    return OkStatus();
+    return Read(name, AttrValue::Kind::kInt, &AttrValue::i, v);
   }
   Status GetAttr(std::string_view name, int32_t* v) const {
-    const AttrValue* a;
-    OTF_RETURN_IF_ERROR(Get(name, AttrValue::Kind::kInt, &a));
-    if (a->i < std::numeric_limits<int32_t>::min() || a->i > std::numeric_limits<int32_t>::max())
+    int64_t i;
+    OTF_RETURN_IF_ERROR(GetAttr(name, &i));
+    if (i < std::numeric_limits<int32_t>::min() || i > std::numeric_limits<int32_t>::max())
       return InvalidArgumentError(
-          StrCat("Attr ", name, " has value ", a->i, " out of range for an int32"));
-    *v = static_cast<int32_t>(a->i);
+          StrCat("Attr ", name, " has value ", i, " out of range for an int32"));
+    *v = static_cast<int32_t>(i);
     return OkStatus();
   }
   Status GetAttr(std::string_view name, float* v) const {
-    const AttrValue* a;
-    OTF_RETURN_IF_ERROR(Get(name, AttrValue::Kind::kFloat, &a));
-    *v = a->f;
-    return OkStatus();
+    return Read(name, AttrValue::Kind::kFloat, &AttrValue::f, v);
   }
   Status GetAttr(std::string_view name, bool* v) const {
-    const AttrValue* a;
-    OTF_RETURN_IF_ERROR(Get(name, AttrValue::Kind::kBool, &a));
-    *v = a->b;
-    return OkStatus();
+    return Read(name, AttrValue::Kind::kBool, &AttrValue::b, v);
   }
   Status GetAttr(std::string_view name, std::string* v) const {
-    const AttrValue* a;
-    OTF_RETURN_IF_ERROR(Get(name, AttrValue::Kind::kString, &a));
-    *v = a->s;
-    return OkStatus();
+    return Read(name, AttrValue::Kind::kString, &AttrValue::s, v);
   }
   Status GetAttr(std::string_view name, DType* v) const {
-    const AttrValue* a;
-    OTF_RETURN_IF_ERROR(Get(name, AttrValue::Kind::kType, &a));
-    *v = a->type;
-    return OkStatus();
+    return Read(name, AttrValue::Kind::kType, &AttrValue::type, v);
   }
   Status GetAttr(std::string_view name, std::vector<int64_t>* v) const {
-    const AttrValue* a;
-    OTF_RETURN_IF_ERROR(Get(name, AttrValue::Kind::kIntList, &a));
-    *v = a->list;
-    return OkStatus();
+    return Read(name, AttrValue::Kind::kIntList, &AttrValue::list, v);
   }
 
  private:
@@ -138,14 +120,17 @@ class Attrs {
     return &values_.back().second;
   }
 
-  Status Get(std::string_view name, AttrValue::Kind kind, const AttrValue** a) const {
-    *a = Find(name);
-    if (*a == nullptr) return InvalidArgumentError(StrCat("No attr named '", name, "'"));
-    if ((*a)->kind != kind) {
+  // Member `member` of attribute `name`, which must be of `kind`.
+  template <typename T>
+  Status Read(std::string_view name, AttrValue::Kind kind, T AttrValue::*member, T* v) const {
+    const AttrValue* a = Find(name);
+    if (a == nullptr) return InvalidArgumentError(StrCat("No attr named '", name, "'"));
+    if (a->kind != kind) {
       return InvalidArgumentError(
-          StrCat("AttrValue had value with type '", AttrValue::KindName((*a)->kind), "' when '",
+          StrCat("AttrValue had value with type '", AttrValue::KindName(a->kind), "' when '",
                  AttrValue::KindName(kind), "' expected for attr '", name, "'"));
     }
+    *v = a->*member;
     return OkStatus();
   }
 

@@ -26,6 +26,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "tf_ops/sdk/generator.h"
@@ -275,46 +276,40 @@ ffi::Error RunCuda(cudaStream_t stream, ffi::ScratchAllocator scratch, ffi::AnyB
   return FromStatus(GpuLaunchStatus(err, StrCat(op, " (under XLA)")));
 }
 
+// The operands, results and attributes both handlers take, after their contexts.
+template <typename Binding>
+auto BindCall(Binding binding) {
+  return std::move(binding)
+      .template Arg<ffi::AnyBuffer>()  // seed, int64 [] or [2]
+      .template Arg<ffi::AnyBuffer>()  // step, int64 []
+      .RemainingArgs()                 // [sample offset], the generator's inputs
+      .RemainingRets()                 // the op's outputs, [scratch]
+      .template Attr<int64_t>("first_sample")
+      .template Attr<int64_t>("batch_size")
+      .template Attr<ffi::Span<const int8_t>>("params")
+      .template Attr<std::string_view>("op")
+      .template Attr<ffi::Span<const int8_t>>("input_rules")
+      .template Attr<std::string_view>("input_names")
+      .template Attr<int64_t>("scratch_bytes")
+      .template Attr<int64_t>("sample_offset");
+}
+
 template <typename Gen>
 XLA_FFI_Error* HostHandler(XLA_FFI_CallFrame* frame) {
-  static auto* handler = ffi::Ffi::Bind()
-                             .Ctx<ffi::ThreadPool>()  // XLA's intra-op threads
-                             .Arg<ffi::AnyBuffer>()   // seed, int64 [] or [2]
-                             .Arg<ffi::AnyBuffer>()   // step, int64 []
-                             .RemainingArgs()         // [sample offset], the generator's inputs
-                             .RemainingRets()         // the op's outputs, [scratch]
-                             .Attr<int64_t>("first_sample")
-                             .Attr<int64_t>("batch_size")
-                             .Attr<ffi::Span<const int8_t>>("params")
-                             .Attr<std::string_view>("op")
-                             .Attr<ffi::Span<const int8_t>>("input_rules")
-                             .Attr<std::string_view>("input_names")
-                             .Attr<int64_t>("scratch_bytes")
-                             .Attr<int64_t>("sample_offset")
-                             .To(RunHost<Gen>)
-                             .release();
+  static auto* handler =
+      BindCall(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>())  // XLA's intra-op threads
+          .To(RunHost<Gen>)
+          .release();
   return handler->Call(frame);
 }
 
 template <typename Gen>
 XLA_FFI_Error* CudaHandler(XLA_FFI_CallFrame* frame) {
-  static auto* handler = ffi::Ffi::Bind()
-                             .Ctx<ffi::PlatformStream<cudaStream_t>>()
-                             .Ctx<ffi::ScratchAllocator>()
-                             .Arg<ffi::AnyBuffer>()
-                             .Arg<ffi::AnyBuffer>()
-                             .RemainingArgs()
-                             .RemainingRets()
-                             .Attr<int64_t>("first_sample")
-                             .Attr<int64_t>("batch_size")
-                             .Attr<ffi::Span<const int8_t>>("params")
-                             .Attr<std::string_view>("op")
-                             .Attr<ffi::Span<const int8_t>>("input_rules")
-                             .Attr<std::string_view>("input_names")
-                             .Attr<int64_t>("scratch_bytes")
-                             .Attr<int64_t>("sample_offset")
-                             .To(RunCuda<Gen>)
-                             .release();
+  static auto* handler =
+      BindCall(
+          ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>().Ctx<ffi::ScratchAllocator>())
+          .To(RunCuda<Gen>)
+          .release();
   return handler->Call(frame);
 }
 
