@@ -210,7 +210,7 @@ class Call:
     def run_gpu(self, args, stream, scratch, scratch_size):
         """One run on the GPU: `args` from run_args with device addresses, enqueued on
         `stream` (a cudaStream_t address; 0 for the default stream), with `scratch` (device
-        memory of scratch_size >= info["scratch_bytes"] bytes)."""
+        memory of scratch_size >= info["scratch_buffer_bytes"] bytes)."""
         self.core.check(
             self.core.lib.tf_onthefly_core_run_gpu(self.handle, ctypes.byref(args), stream, scratch, scratch_size)
         )

@@ -286,7 +286,8 @@ std::string CallJson(const Configured& c) {
   w.Close(']');
   w.Key("params").String(Hex(c.params)).Key("input_rules").String(Hex(c.InputRules()));
   w.Key("input_names").String(c.InputNames());
-  w.Key("scratch_bytes").Int(sdk::ScratchBufferBytes(c.ScratchBytes()));
+  w.Key("scratch_bytes").Int(c.ScratchBytes());
+  w.Key("scratch_buffer_bytes").Int(sdk::ScratchBufferBytes(c.ScratchBytes()));
   w.Key("has_cpu").Bool(c.variant->has_cpu()).Key("has_gpu").Bool(c.variant->def.launch_gpu);
   w.Key("command_buffer_compatible").Bool(c.variant->def.command_buffer_compatible != 0);
   w.Close('}');

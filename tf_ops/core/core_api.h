@@ -80,9 +80,10 @@ OTF_CORE_C_API void tf_onthefly_core_release(void* call);
 // The configured call as JSON: {"op", "variant", "xla_target", "batch_size", "num_samples"
 // (its rows), "outputs": [{"name", "dtype", "shape"}], "inputs": [{"name", "dtype", "dims"
 // (-1: the call's rows, -2: any size >= 1), "rule"}], "params" and "input_rules" (hex bytes,
-// the XLA attributes), "input_names", "scratch_bytes" (the size of the scratch buffer a GPU
-// run takes: an XLA custom call's extra result, run_gpu's scratch; 0: none), "has_cpu",
-// "has_gpu", "command_buffer_compatible"}.
+// the XLA attributes), "input_names", "scratch_bytes" (the most scratch a GPU run asks for:
+// the XLA attribute; 0: none) and "scratch_buffer_bytes" (the size of the buffer that serves
+// it: an XLA custom call's extra result, run_gpu's scratch), "has_cpu", "has_gpu",
+// "command_buffer_compatible"}.
 OTF_CORE_C_API char* tf_onthefly_core_call_json(const void* call);
 
 // One run on the CPU, its rows shared over `threads` threads (>= 1): inputs' shapes, dtypes
@@ -92,7 +93,7 @@ OTF_CORE_C_API int32_t tf_onthefly_core_run_cpu(const void* call, const OtfRunAr
 
 // One run on the GPU, enqueued on `stream` (a cudaStream_t of the process's CUDA runtime;
 // NULL: the default stream), with `scratch` (device memory of `scratch_size` bytes, at least
-// the call's scratch_bytes) for the launch's scratch requests. Inputs' shapes and dtypes are
+// the call's scratch_buffer_bytes) for the launch's scratch requests. Inputs' shapes and dtypes are
 // checked; their values and the offset live on the device and are not.
 OTF_CORE_C_API int32_t tf_onthefly_core_run_gpu(const void* call, const OtfRunArgs* args,
                                                 void* stream, void* scratch, int64_t scratch_size);
