@@ -1,6 +1,6 @@
 // The CUDA runtime forwarders (cuda_runtime.h says why and in which order it is looked for).
 //
-// Linked into every GPU kernels library (otf_kernels_library), compiled with
+// Linked into the core and every library of generators of its own, compiled with
 // -fvisibility=hidden: the forwarders satisfy the kernels' references inside the library and
 // are exported to nobody, so they never stand in for the runtime of TensorFlow or of anyone
 // else. Only CudaErrorText and the two tf_onthefly_cuda_runtime_* functions are exported.

@@ -1,7 +1,7 @@
 // The CUDA runtime our GPU kernels call, found at load time instead of at link time.
 //
-// The GPU kernels library (libtf_onthefly_kernels.so) used to take the CUDA runtime from
-// libtensorflow_framework.so.2, which exports it in the GPU build of TensorFlow only: with
+// The GPU kernels (today in the core, libtf_onthefly_core.so) used to take the CUDA runtime
+// from libtensorflow_framework.so.2, which exports it in the GPU build of TensorFlow only: with
 // `tensorflow-cpu` the library failed to load (`undefined symbol: __cudaRegisterFatBinary`)
 // and the package did not import at all. cuda_runtime.cc now defines every entry point in
 // OTF_CUDA_RUNTIME_ENTRY_POINTS (hidden: the kernels bind to these, nothing outside sees

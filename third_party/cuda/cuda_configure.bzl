@@ -10,7 +10,7 @@ root that this rule assembles from pieces that do exist (docs/build.md):
     cuda/bin/fatbinary    a wrapper around PyPI's nvidia-cuda-nvcc 13 fatbinary: clang-16
                           speaks the old --image=profile= dialect that fatbinary 13 dropped
 
-No CUDA runtime is linked: the kernels library's calls go through
+No CUDA runtime is linked: the core's calls go through
 //tf_ops/common:cuda_runtime, which forwards them at load time to the runtime the process has
 (TensorFlow's, whose GPU build exports it), so the process has one runtime; with a CPU-only
 TensorFlow there is none and the GPU kernels are simply not usable.
