@@ -31,11 +31,12 @@ versions=${OTF_TF_VERSIONS:-$("$PYTHON" -c "exec(open('tf_ops/tf_versions.bzl').
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pkg=bazel-bin/python/tf_onthefly
-# The XLA FFI headers of the oldest release that has them (versions are listed oldest first).
+# The XLA FFI headers (the typed API, ffi.h) of the oldest release that has them; versions
+# are listed oldest first.
 ffi=""
 for v in $versions; do
   release=$(tools/build/tf_release.sh "$v")
-  if [ -z "$ffi" ] && [ -f "$release/include/xla/ffi/api/c_api.h" ]; then ffi="$release/include"; fi
+  if [ -z "$ffi" ] && [ -f "$release/include/xla/ffi/api/ffi.h" ]; then ffi="$release/include"; fi
 done
 build() {
   bazel build --repo_env=OTF_XLA_FFI_INCLUDE="$ffi" "$@" >"$tmp/bazel.log" 2>&1 ||

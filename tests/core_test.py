@@ -16,20 +16,26 @@ import unittest
 
 import numpy as np
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-PACKAGE = os.path.join(ROOT, "python", "tf_onthefly")
+# --test_device=gpu (the requires-gpu variant, gpu_run.py's tests mode) adds the GPU runs.
+DEVICE = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--test_device=")), "cpu")
+
+
+def package_folder():
+    """The tf_onthefly package's folder, found without importing it (its __init__ imports
+    TensorFlow): the built package's, or the installed wheel's."""
+    return importlib.util.find_spec("tf_onthefly").submodule_search_locations[0]
 
 
 def load_core_module():
-    """python/tf_onthefly/_core.py by its path: importing the package would import TensorFlow."""
-    spec = importlib.util.spec_from_file_location("otf_core", os.path.join(PACKAGE, "_core.py"))
+    """tf_onthefly/_core.py by its path."""
+    spec = importlib.util.spec_from_file_location("otf_core", os.path.join(package_folder(), "_core.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 _core = load_core_module()
-CORE = _core.Core(os.path.join(PACKAGE, _core.LIBRARY))
+CORE = _core.Core(os.path.join(package_folder(), _core.LIBRARY))
 
 # (op, attributes, inputs, seed, step, first_sample): every built-in generator, several
 # dtypes (variants), a shard, inputs, walks of several tiles.
@@ -87,6 +93,72 @@ for k, (op, attrs, inputs, seed, step, first) in enumerate(cases):
             first_sample=tf.constant(first, tf.int64), **named, **attrs)
     for i, t in enumerate(outs):
         np.save(f"{sys.argv[3]}/{k}_{i}.npy", t.numpy().view(np.uint8).reshape(-1))
+"""
+
+
+# The GPU side, in its own process (no TensorFlow either): the CUDA runtime loaded into the
+# process's global scope first, where the core's forwarders find it; every case run with
+# run_gpu on a stream of its own (device seed, step, inputs, scratch buffer; drift_walk's
+# first sample as a device-side offset), its bytes written as .npy.
+GPU_SCRIPT = r"""
+import ctypes, importlib.util, json, os, sys
+import numpy as np
+
+cudart = None
+for name in [os.environ.get("OTF_CUDART", ""), "libcudart.so.12"]:
+    try:
+        cudart = ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL) if name else None
+    except OSError:
+        continue
+    if cudart:
+        break
+if cudart is None:
+    try:
+        import nvidia.cuda_runtime
+        folder = os.path.join(list(nvidia.cuda_runtime.__path__)[0], "lib")
+        cudart = ctypes.CDLL(os.path.join(folder, "libcudart.so.12"), mode=ctypes.RTLD_GLOBAL)
+    except (ImportError, OSError):
+        print("SKIP: no libcudart.so.12 to load (set OTF_CUDART to its path)")
+        sys.exit(0)
+spec = importlib.util.spec_from_file_location("otf_core", sys.argv[1])
+_core = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(_core)
+core = _core.Core(sys.argv[2])
+ok, where = core.cuda_runtime()
+assert ok, where
+cudart.cudaGetErrorString.restype = ctypes.c_char_p
+
+def check(err):
+    assert err == 0, cudart.cudaGetErrorString(err).decode()
+
+def device(array):
+    p = ctypes.c_void_p()
+    check(cudart.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(max(array.nbytes, 1))))
+    check(cudart.cudaMemcpy(p, array.ctypes.data_as(ctypes.c_void_p), ctypes.c_size_t(array.nbytes), 1))
+    return p.value
+
+stream = ctypes.c_void_p()
+check(cudart.cudaStreamCreate(ctypes.byref(stream)))
+cases = json.load(open(sys.argv[3]))
+for k, (op, attrs, inputs, seed, step, first) in enumerate(cases):
+    call = core.configure(op, **attrs)
+    arrays = [np.ascontiguousarray(np.asarray(x, np.float32)) for x in inputs]
+    # bfloat16 outputs as their bits: the bytes are what is compared
+    outs = [np.zeros(o["shape"], np.uint16 if o["dtype"] == "bfloat16" else o["dtype"]) for o in call.info["outputs"]]
+    seed_array = np.asarray(seed, np.int64).reshape(-1)
+    offset = device(np.int64([first])) if first else None  # the first sample, on the device
+    args = call.run_args(
+        (device(seed_array), seed_array.size), device(np.int64([step])), 0, offset,
+        [(device(a), "float32", a.shape) for a in arrays], [device(o) for o in outs])
+    scratch_size = call.info["scratch_buffer_bytes"]
+    scratch = device(np.zeros(scratch_size, np.uint8)) if scratch_size else None
+    call.run_gpu(args, stream.value, scratch, scratch_size)
+    check(cudart.cudaStreamSynchronize(stream))
+    for i, o in enumerate(outs):
+        check(cudart.cudaMemcpy(o.ctypes.data_as(ctypes.c_void_p), ctypes.c_void_p(args.outputs[i]),
+                                ctypes.c_size_t(o.nbytes), 2))
+        np.save(f"{sys.argv[4]}/{k}_{i}.npy", o.view(np.uint8).reshape(-1))
+print("GPU runs:", len(cases))
 """
 
 
@@ -157,6 +229,31 @@ class CoreTest(unittest.TestCase):
                         want = np.load(os.path.join(tmp, f"{k}_{i}.npy"))
                         got = np.ascontiguousarray(o).view(np.uint8).reshape(-1)
                         np.testing.assert_array_equal(got, want, err_msg=f"{op} output {i}")
+
+    def test_gpu_runs_equal_the_cpu(self):
+        """run_gpu (what PyTorch's front end calls) on a stream of its own with caller-provided
+        scratch and a device-side sample offset gives the CPU's bytes, every case."""
+        if DEVICE != "gpu":
+            self.skipTest("the GPU variant (--test_device=gpu) runs the core on a GPU")
+        with tempfile.TemporaryDirectory() as tmp:
+            cases = os.path.join(tmp, "cases.json")
+            with open(cases, "w") as f:
+                json.dump([[op, a, [x.tolist() for x in i], s, st, first] for op, a, i, s, st, first in CASES], f)
+            out = subprocess.run(
+                [sys.executable, "-c", GPU_SCRIPT, _core.__file__, CORE.path, cases, tmp],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            self.assertEqual(out.returncode, 0, msg=out.stdout[-2000:] + out.stderr[-3000:])
+            if out.stdout.startswith("SKIP"):
+                self.skipTest(out.stdout.strip())
+            for k, (op, attrs, inputs, seed, step, first) in enumerate(CASES):
+                with self.subTest(op=op, attrs=attrs):
+                    outs = CORE.configure(op, **attrs).run_cpu(seed, step, first_sample=first, inputs=inputs)
+                    for i, o in enumerate(outs):
+                        got = np.load(os.path.join(tmp, f"{k}_{i}.npy"))
+                        np.testing.assert_array_equal(got, np.ascontiguousarray(o).view(np.uint8).reshape(-1))
 
     def test_threads_and_sample_offset(self):
         """Rows shared over any number of threads, and a sample offset, give the same bytes as
@@ -315,4 +412,4 @@ class RegistrationTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    unittest.main(argv=[a for a in sys.argv if not a.startswith("--test_device=")])

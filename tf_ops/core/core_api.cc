@@ -17,7 +17,9 @@
 #include "tf_ops/core/registry.h"
 #include "tf_ops/sdk/generator_config.h"
 
-#if __has_include("xla/ffi/api/c_api.h")
+// The version of the XLA FFI headers the core's own handlers are built with
+// (generator_def.h builds them where the typed API, ffi.h, is on the include path).
+#if __has_include("xla/ffi/api/ffi.h")
 #include "xla/ffi/api/c_api.h"
 #define OTF_CORE_XLA_FFI_API_VERSION (XLA_FFI_API_MAJOR * 1000 + XLA_FFI_API_MINOR)
 #else

@@ -8,7 +8,8 @@ version it was built with and an XLA accepts only the versions it supports (Tens
 TensorFlow versions it has XLA kernels for (build_pip_pkg.sh sets OTF_XLA_FFI_INCLUDE);
 a development build uses the configured TensorFlow's (OTF_CUDA_HEADERS' include folder).
 Fixed while the wheel builds each TensorFlow version's op library, so the core compiles
-once. Without the headers (a TensorFlow before 2.20) the core has no XLA handlers.
+once. Without the typed API's ffi.h (a TensorFlow before 2.20 ships only an older C API)
+the core has no XLA handlers.
 """
 
 _ENV = ["OTF_XLA_FFI_INCLUDE", "OTF_CUDA_HEADERS"]
@@ -22,7 +23,7 @@ def _xla_ffi_configure_impl(ctx):
         include = str(ctx.path(cuda).dirname.dirname.dirname)  # <tf>/include/third_party/gpus/cuda
     api = ctx.path(include + "/xla/ffi/api")
     version = None
-    if api.exists:
+    if ctx.path(include + "/xla/ffi/api/ffi.h").exists:  # the typed API (TensorFlow 2.20 on)
         ctx.symlink(api, "include/xla/ffi/api")
         text = ctx.read(include + "/xla/ffi/api/c_api.h")
         parts = {}
