@@ -1,5 +1,6 @@
 """docs/writing-a-generator.md shows the tutorial generators' files verbatim (part 1:
-random_walk, part 2: drift_walk): the text builds what the tests test."""
+random_walk, part 2: drift_walk): the text builds what the tests test. The C++ and CUDA
+files it shows include no TensorFlow header: a generator is framework-neutral."""
 
 import os
 import re
@@ -19,6 +20,9 @@ class TutorialTest(tf.test.TestCase):
             with self.subTest(path=path):
                 with open(os.path.join(ROOT, path)) as f:
                     self.assertEqual(f.read(), text, msg=f"{path} differs from the tutorial's text")
+                if path.endswith((".h", ".cc")):
+                    self.assertNotRegex(text, r'#include [<"](tensorflow|absl)/', msg=path)
+        self.assertIn("tf_ops/random_walk/random_walk_op.cc", [path for path, _ in blocks])
 
 
 if __name__ == "__main__":

@@ -126,7 +126,7 @@ bool CheckRows(const rb::Params& p, const sdk::CallGeometry& g, const tf_onthefl
   h.base[1] = &host_label - row;
   const int64_t items = Gen::ItemsPerSample(p);
   for (int64_t item = 0; item < items; ++item)
-    sdk::RunItem<Gen>(p, h, sdk::Inputs{}, keys, row, item);
+    sdk::RunItem<Gen>(p, h, sdk::Inputs{}, keys, h.first_sample, row, item);
   int64_t worst = 0;
   for (int64_t i = 0; i < dim; ++i) {
     int32_t x, y;
