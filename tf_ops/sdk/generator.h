@@ -213,10 +213,11 @@ class SampleInputs {
 };
 
 // Device memory a launcher generator may ask for during its launch, for work of that launch
-// only: stream-ordered on the call's stream (TensorFlow's allocate_temp, XLA's scratch
-// allocator), so it may be reused once the launch's work on the stream is done. Returns
-// nullptr when the device cannot give it; the SDK then reports the refusal with the op's
-// name and the bytes asked, whatever the launch returns.
+// only: stream-ordered on the call's stream (TensorFlow's allocate_temp; under XLA, a buffer
+// of the call sized by the generator's ScratchBytes, else XLA's scratch allocator; the
+// caller's buffer in the core's C API), so it may be reused once the launch's work on the
+// stream is done. Returns nullptr when it cannot be given; the SDK then reports the refusal
+// with the op's name and the bytes asked, whatever the launch returns.
 class ScratchAllocator {
  public:
   using AllocateFn = void* (*)(void* context, int64_t bytes);
