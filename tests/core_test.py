@@ -412,4 +412,4 @@ class RegistrationTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(argv=[a for a in sys.argv if not a.startswith("--test_device=")])
+    unittest.main(argv=[a for a in sys.argv if not a.startswith("--test_device=")], verbosity=2)
