@@ -1,10 +1,10 @@
 """The wheel's dynamic metadata and binary layout (pyproject.toml has the static part).
 
 Runs in the staging folder build_pip_pkg.sh prepares: tf_onthefly/ holds the package's
-modules, _build_info.py, _variants.py (the TensorFlow versions the wheel has op libraries
-for) and the libraries. From them: the version, the extras' TensorFlow range, and a
-py3-none-<platform> tag (the libraries link no libpython; auditwheel then checks the symbol
-versions and writes the manylinux tag).
+modules (bench/: the input benchmark), _build_info.py, _variants.py (the TensorFlow versions
+the wheel has op libraries for) and the libraries. From them: the version, the extras'
+TensorFlow range, and a py3-none-<platform> tag (the libraries link no libpython; auditwheel
+then checks the symbol versions and writes the manylinux tag).
 """
 
 import os
@@ -58,7 +58,7 @@ class PlatformWheel(bdist_wheel):
 
 setup(
     version=VERSION,
-    packages=["tf_onthefly"],
+    packages=["tf_onthefly", "tf_onthefly.bench"],
     package_data={"tf_onthefly": ["*.so", "include/tf_ops/common/*.h"]},
     include_package_data=False,
     zip_safe=False,

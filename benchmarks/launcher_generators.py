@@ -1,6 +1,6 @@
 """A kernel brought as it is, against the other ways of running it (run on a GPU).
 
-    python3 benchmarks/launcher_generators.py --sdk-test-ops DIR/_sdk_test_ops.so \\
+    python -m benchmarks.launcher_generators --sdk-test-ops DIR/_sdk_test_ops.so \\
         --by-hand DIR/drift_walk_by_hand [--rounds 5] [--out FILE.json]
 
 drift_walk's GPU code is a block-cooperative launcher generator (CUB block scans, scratch
@@ -20,7 +20,6 @@ the script working where there is no GPU.
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -29,12 +28,11 @@ import numpy as np
 import tensorflow as tf
 
 import tf_onthefly
-from tf_onthefly import _load, timing
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from loops import difference_us, graph_loop, probe, ratio, timed_rounds, unrolled  # noqa: E402
-from no_copy_profile import count_copies  # noqa: E402
-from op_timeline import kernel_ms  # noqa: E402
+from benchmarks.loops import difference_us, graph_loop, probe, ratio, timed_rounds, unrolled
+from benchmarks.no_copy_profile import count_copies
+from benchmarks.op_timeline import kernel_ms
+from tf_onthefly import _load
+from tf_onthefly.bench import timing
 
 UP = [0.3, 0.5, 0.7]
 

@@ -1,6 +1,6 @@
 """A graph loop's counter, int64 against int32, and DataPosition.run_steps (run on a GPU).
 
-    python3 benchmarks/loop_counter.py [--rounds 5] [--smoke]
+    python -m benchmarks.loop_counter [--rounds 5] [--smoke]
 
 TensorFlow keeps the int32 tensors of a GPU loop in host memory, where the loop is
 controlled, and int64 ones in GPU memory: an int64 counter's condition is copied to the
@@ -17,17 +17,15 @@ in a profiler trace of one call.
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 
 import tensorflow as tf
 
 import tf_onthefly
-from tf_onthefly import data, timing
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from no_copy_profile import count_copies  # noqa: E402
+from benchmarks.no_copy_profile import count_copies
+from tf_onthefly import data
+from tf_onthefly.bench import timing
 
 UP = [0.3, 0.5, 0.7]
 

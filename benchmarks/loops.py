@@ -10,7 +10,7 @@ import itertools
 
 import tensorflow as tf
 
-from tf_onthefly import timing
+from tf_onthefly.bench import timing
 
 
 def probe(outputs):

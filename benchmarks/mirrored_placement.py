@@ -1,7 +1,7 @@
 """Where MirroredStrategy places a sharded generator op and its inputs (two logical GPUs on
 one card): the placer's log lines of one replica step's ops. Run on a GPU machine:
 
-    python3 benchmarks/mirrored_placement.py 2>&1 | grep -E "OnTheFly|first_sample|replica_id|Recv|Send"
+    python -m benchmarks.mirrored_placement 2>&1 | grep -E "OnTheFly|first_sample|replica_id|Recv|Send"
 
 --smoke: without a GPU, two logical CPUs stand in for the two GPUs.
 """

@@ -1,6 +1,6 @@
 """Counts host<->device traffic in steady-state training steps (run on a GPU machine).
 
-    python3 benchmarks/no_copy_profile.py [--mirrored [--spe=1,64] [--attribute]] [--smoke]
+    python -m benchmarks.no_copy_profile [--mirrored [--spe=1,64] [--attribute]] [--smoke]
 
 Trains the same small model several ways and, for each, measures what crosses between host
 and device per step, counted by the GPU itself: NVML's PCIe RX (host to device) and TX

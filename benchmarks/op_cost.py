@@ -1,7 +1,7 @@
 """What one small generator op adds to a training step, measured in a graph loop, beside
 what TensorFlow's own ops add in the same loop.
 
-    python3 benchmarks/op_cost.py [--device=gpu] [--steps=2000] [--repeats=5] [--jit] [--placement] [--smoke]
+    python -m benchmarks.op_cost [--device=gpu] [--steps=2000] [--repeats=5] [--jit] [--placement] [--smoke]
 
 One tf.function call runs a tf.range loop of `steps` iterations; each iteration reads and
 advances a step counter held in a variable on the device (as GeneratorModel and
@@ -25,7 +25,7 @@ import json
 import tensorflow as tf
 
 import tf_onthefly
-from tf_onthefly import timing
+from tf_onthefly.bench import timing
 
 # name -> (ops the row adds to the constant loop, batch of the step s)
 ROWS = {

@@ -1,9 +1,9 @@
 """Where the time goes around generator ops on the GPU: one traced call, kernel by kernel.
 
-    python3 benchmarks/op_timeline.py [--mib=256] [--unroll=10] [--jit] [--steps_on=cpu|gpu] [--smoke]
+    python -m benchmarks.op_timeline [--mib=256] [--unroll=10] [--jit] [--steps_on=cpu|gpu] [--smoke]
 
 Runs `unroll` random_batch ops of about `mib` MiB (each consumed by one element, as
-python -m tf_onthefly.rates does) in one tf.function, traces one call with the TF profiler
+python -m benchmarks.rates does) in one tf.function, traces one call with the TF profiler
 (device events need CUPTI: TensorFlow loads libcupti.so.12 from LD_LIBRARY_PATH) and prints:
   - every GPU kernel in stream order: its duration and the idle gap before it;
   - the sums: time in our kernels, in other kernels, idle between kernels, and the call's

@@ -1,10 +1,10 @@
-"""Generation rates of PyTorch, JAX and CuPy for the outputs python -m tf_onthefly.rates times.
+"""Generation rates of PyTorch, JAX and CuPy for the outputs python -m benchmarks.rates times.
 
-    python3 benchmarks/peer_rates.py [--mib=256,1024,4096] [--repeats=5] [--unroll=20] [--json=FILE] [--smoke]
+    python -m benchmarks.peer_rates [--mib=256,1024,4096] [--repeats=5] [--unroll=20] [--json=FILE] [--smoke]
 
 Each peer (benchmarks/peers/*_rates.py) runs in its own process, where it is installed,
 timed with its own idiom: `unroll` outputs back to back, then a synchronisation; the median
-over `repeats` calls (python/tf_onthefly/timing.py). Run it before anything TensorFlow
+over `repeats` calls (tf_onthefly/bench/timing.py). Run it before anything TensorFlow
 takes the GPU's memory. A peer that is not installed, or fails, gives a note instead of
 rows. Rates count bytes written; docs/performance.md puts them next to the copy ceiling.
 """
@@ -16,7 +16,8 @@ import subprocess
 import sys
 
 PEERS = ["torch", "jax", "cupy"]
-HERE = os.path.dirname(os.path.abspath(__file__))
+# The folder that holds benchmarks/: each peer runs as `python -m benchmarks.peers.<peer>_rates` there.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def measure(sizes_mib, repeats, unroll, smoke=False):
@@ -26,10 +27,10 @@ def measure(sizes_mib, repeats, unroll, smoke=False):
     for peer in PEERS:
         for mib in sizes_mib:
             floats = (mib << 20) // 4
-            cmd = [sys.executable, os.path.join(HERE, "peers", f"{peer}_rates.py"), f"--floats={floats}"]
+            cmd = [sys.executable, "-m", f"benchmarks.peers.{peer}_rates", f"--floats={floats}"]
             cmd += ["--smoke"] if smoke else [f"--repeats={repeats}", f"--unroll={unroll}"]
             try:
-                out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+                out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
             except subprocess.TimeoutExpired:
                 notes.append(f"{peer}: timed out")
                 break

@@ -1,10 +1,10 @@
 """Soak: a long model.fit run on generated data, watching memory and the data position.
 
-    python3 benchmarks/soak.py --steps 1000000 --out soak.json     # the H200 run
-    python3 benchmarks/soak.py --steps 100000 --out soak.json      # the CPU run
-    python3 benchmarks/soak.py --smoke                             # a few hundred steps
+    python -m benchmarks.soak --steps 1000000 --out soak.json     # on a GPU
+    python -m benchmarks.soak --steps 100000 --out soak.json      # on a CPU
+    python -m benchmarks.soak --smoke                             # a few hundred steps
 
-Trains the seed model (16 -> 64 -> 64 -> 1, random_batch(32, 16)) with GeneratorModel,
+Trains the small MLP (16 -> 64 -> 64 -> 1, random_batch(32, 16)) with GeneratorModel,
 steps_per_execution=64 and XLA (where the op library has XLA kernels), in epochs of
 --epoch_steps steps, so the run is whole epochs: the steps run are --steps rounded up to
 a multiple of --epoch_steps (exactly --steps when it is a multiple of 64: 1,000,000 runs
@@ -33,7 +33,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import tf_onthefly  # noqa: E402
-from tf_onthefly import _load, data, models  # noqa: E402
+from tf_onthefly import _load, data  # noqa: E402
+from tf_onthefly.bench import models  # noqa: E402
 
 BATCH, DIM, SEED = 32, 16, 1
 MIB = 1 << 20

@@ -1,6 +1,6 @@
 """Where a training step's time goes, path against path: traces the bench's rows.
 
-    python3 benchmarks/step_timeline.py [--config=seed] [--mode=loop64] [--jit]
+    python -m benchmarks.step_timeline [--config=small_mlp] [--mode=loop64] [--jit]
                                         [--paths=constant,op-in-step,tf-stateless] [--calls=4] [--top=20]
                                         [--smoke]
 
@@ -17,16 +17,13 @@ events need CUPTI) and prints per step:
 
 import argparse
 import collections
-import os
 import re
-import sys
 
 import tensorflow as tf
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from op_timeline import traced  # noqa: E402
-
-from tf_onthefly import bench  # noqa: E402
+from benchmarks.op_timeline import traced
+from tf_onthefly import bench
+from tf_onthefly.bench import _configs, _measure
 
 
 def event_kind(name):
@@ -73,7 +70,7 @@ def summarize(wall, planes, steps):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--config", default="seed")
+    ap.add_argument("--config", default="small_mlp")
     ap.add_argument("--mode", default="loop64", choices=bench.MODES)
     ap.add_argument("--paths", default="constant,op-in-step,tf-stateless")
     ap.add_argument("--calls", type=int, default=4)
@@ -84,13 +81,13 @@ def main():
     if args.smoke:
         args.calls, args.paths, args.top = 1, "constant,op-in-step", 3
     gpu = bool(tf.config.list_physical_devices("GPU"))
-    cfg = bench.configs(gpu)[args.config]
+    cfg = _configs.configs(gpu)[args.config]
     results = {}
     traced(lambda: tf.constant(1) + 1)  # the profiler's own start-up, traced away
     with tf.device("/GPU:0" if gpu else "/CPU:0"):
         for path in args.paths.split(","):
             tf.keras.utils.set_random_seed(0)
-            run, granule = bench._runner(cfg, path, args.mode, args.jit)
+            run, granule = _measure.runner(cfg, path, args.mode, args.jit)
             steps = granule * args.calls
             run(granule)
             run(steps)  # trace, warm up

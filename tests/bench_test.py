@@ -1,5 +1,5 @@
-"""The input benchmark: its measurement under a fake, noisy clock; the benchmark end to end
-(tiny timings: no timed assertions); profile_input."""
+"""The input benchmark (tf_onthefly.bench): its measurement under a fake, noisy clock; the
+benchmark end to end (tiny timings: no timed assertions); profile_input."""
 
 import json
 import math
@@ -10,8 +10,8 @@ import time
 
 import tensorflow as tf
 
-import tf_onthefly
-from tf_onthefly import _load, bench, rates
+from tf_onthefly import bench
+from tf_onthefly.bench import _configs, _measure, _verdict
 
 import device_util
 
@@ -61,7 +61,7 @@ class FakeRunner:
 
 def fake_group(seed, **machine):
     """One (config, mode, jit) on a fake machine: true ratios against the constant batch,
-    and what bench.measure makes of them."""
+    and what the measurement makes of them."""
     rng = random.Random(seed)
     m = FakeMachine(rng, 0.1, **machine)
     step_s = rng.uniform(1e-3, 1e-2)
@@ -73,7 +73,7 @@ def fake_group(seed, **machine):
         "slow": rng.uniform(0.02, 0.5),
     }
     runners = {p: FakeRunner(m, step_s / r, max(1, round(0.1 / (step_s / r)))) for p, r in truth.items()}
-    return truth, bench.measure(runners, rounds=3)
+    return truth, _measure.measure(runners, rounds=3)
 
 
 class MeasurementTest(tf.test.TestCase):
@@ -94,8 +94,8 @@ class MeasurementTest(tf.test.TestCase):
                 else:
                     # The bound: nothing reported above the constant batch beyond its uncertainty.
                     self.assertLessEqual(ratio - u, 1.0, (seed, path, s))
-                    self.assertLessEqual(ratio, bench.LIMIT, (seed, path, s))
-                self.assertNotIn("faster", bench.speed_label(ratio, u, s["status"]))
+                    self.assertLessEqual(ratio, _measure.LIMIT, (seed, path, s))
+                self.assertNotIn("faster", _verdict.speed_label(ratio, u, s["status"]))
                 covered += abs(ratio - truth[path]) <= u
         self.assertLessEqual(problems, max_problems)
         self.assertGreaterEqual(covered / rows, min_coverage, f"{covered} of {rows} rows cover the truth")
@@ -122,7 +122,7 @@ class MeasurementTest(tf.test.TestCase):
             def chunk_times(self, chunks):
                 return [self.steps_per_chunk * self.step_s] * chunks
 
-        stats = bench.measure({"constant": Rigged(2e-3), "odd": Rigged(1e-3), "fine": Rigged(4e-3)}, rounds=2)
+        stats = _measure.measure({"constant": Rigged(2e-3), "odd": Rigged(1e-3), "fine": Rigged(4e-3)}, rounds=2)
         self.assertTrue(stats["odd"]["remeasured"])
         self.assertEqual(stats["odd"]["status"], "measurement problem")
         self.assertLen(stats["odd"]["rounds"], 4)  # 2 rounds, then 2 more
@@ -131,14 +131,14 @@ class MeasurementTest(tf.test.TestCase):
         self.assertEqual(stats["fine"]["status"], "")
 
     def test_labels_never_say_faster(self):
-        self.assertEqual(bench.speed_label(0.43), "57 % slower")
-        self.assertEqual(bench.speed_label(1.03), "same as constant")
-        self.assertEqual(bench.speed_label(0.97, 0.04), "same as constant")
-        self.assertEqual(bench.speed_label(1.3, 0.1, "measurement problem"), "measurement problem")
+        self.assertEqual(_verdict.speed_label(0.43), "57 % slower")
+        self.assertEqual(_verdict.speed_label(1.03), "same as constant")
+        self.assertEqual(_verdict.speed_label(0.97, 0.04), "same as constant")
+        self.assertEqual(_verdict.speed_label(1.3, 0.1, "measurement problem"), "measurement problem")
 
     def test_verdict_in_words(self):
         def row(path, ratio, u, status=""):
-            return dict(config="seed", mode="fit64", jit=False, path=path, vs_constant=ratio, uncertainty=u,
+            return dict(config="small_mlp", mode="fit64", jit=False, path=path, vs_constant=ratio, uncertainty=u,
                         status=status, input_share=max(0.0, 1 - ratio))  # fmt: skip
 
         table = [
@@ -166,7 +166,7 @@ class BenchTest(device_util.DeviceTestCase):
         gpu = device_util.device() == "gpu"
         lines = []
         table = bench.run(
-            ["seed"], bench.PATHS, bench.MODES, [False], gpu, seconds=0.05, rounds=2, progress=lines.append
+            ["small_mlp"], bench.PATHS, bench.MODES, [False], gpu, seconds=0.05, rounds=2, progress=lines.append
         )
         rows = len(bench.PATHS) * len(bench.MODES)
         self.assertLen(table, rows)
@@ -180,7 +180,7 @@ class BenchTest(device_util.DeviceTestCase):
             if row["path"] == "constant":
                 self.assertEqual(row["vs_constant"], 1.0)
             else:
-                self.assertTrue(row["vs_constant"] <= bench.LIMIT or row["status"] == "measurement problem", row)
+                self.assertTrue(row["vs_constant"] <= _measure.LIMIT or row["status"] == "measurement problem", row)
         out = tempfile.mkdtemp()
         bench.write_outputs(table, out, dict(device="test"))
         with open(os.path.join(out, "bench.json")) as f:
@@ -195,17 +195,25 @@ class BenchTest(device_util.DeviceTestCase):
         gpu = device_util.device() == "gpu"
         bench.register_path("twice", lambda cfg: lambda step: cfg["gen"](step * 2), in_step=True)
         try:
-            table = bench.run(["seed"], ["constant", "twice"], ["loop64"], [False], gpu, seconds=0.05, rounds=1,
+            table = bench.run(["small_mlp"], ["constant", "twice"], ["loop64"], [False], gpu, seconds=0.05, rounds=1,
                               progress=lambda m: None)  # fmt: skip
         finally:
-            bench.EXTRA_PATHS.pop("twice")
+            _configs.EXTRA_PATHS.pop("twice")
         self.assertEqual([r["path"] for r in table], ["constant", "twice"])
 
+    def test_importing_the_package_adds_no_flags(self):
+        # profile_input is imported into users' programs: the command line's flags (--device,
+        # --out, ...) are defined only when bench.main runs.
+        from absl import flags
+
+        self.assertNotIn("configs", flags.FLAGS)
+        self.assertNotIn("paths", flags.FLAGS)
+
     def test_default_run_is_the_bounded_one(self):
-        self.assertEqual(bench.default_settings(False, False), [("fit1", False), ("fit64", False)])
-        self.assertLen(bench.default_settings(False, True), len(bench.MODES))
-        self.assertLen(bench.default_settings(True, True), 2 * len(bench.MODES))
-        self.assertEqual(bench.default_settings(True, False, ["loop64"], [True]), [("loop64", True)])
+        self.assertEqual(_measure.default_settings(False, False), [("fit1", False), ("fit64", False)])
+        self.assertLen(_measure.default_settings(False, True), len(bench.MODES))
+        self.assertLen(_measure.default_settings(True, True), 2 * len(bench.MODES))
+        self.assertEqual(_measure.default_settings(True, False, ["loop64"], [True]), [("loop64", True)])
 
     def test_profile_input_breakdown_and_verdicts(self):
         step = tf.function(lambda b: tf.reduce_sum(b * 2.0))
@@ -227,26 +235,6 @@ class BenchTest(device_util.DeviceTestCase):
             self.assertIn(key, slow_result)
         for r in (fast_result, slow_result):
             self.assertIn("ms", r["verdict"])
-
-    def test_rates_every_candidate(self):
-        """rates.measure runs every candidate: each registered generator, XLA, TF's ops, NumPy
-        (tiny sizes; no timed assertion)."""
-        res, notes = rates.measure([1], repeats=1, unroll=2)
-        names = [r["name"] for r in res]
-        expected = ["random_batch uniform", "random_batch normal float16", rates.NUMPY, rates.NUMPY_NORMAL]
-        for name in expected + (["random_batch normal, XLA"] if _load.HAS_XLA else []):
-            self.assertIn(name, names)
-        for generator in tf_onthefly.REGISTRY:
-            self.assertTrue(any(n.startswith(generator + " (") for n in names), generator)
-        self.assertLen(names, len(set(names)))
-        if _load.HAS_XLA:
-            self.assertEqual(notes, [])
-        else:  # XLA rows are left out, and the notes say why
-            self.assertFalse([n for n in names if "XLA" in n])
-            self.assertEqual(len(notes), 1)
-            self.assertIn("no XLA kernels", notes[0])
-        for r in res:
-            self.assertGreater(r["gb_per_s"], 0, r)
 
 
 if __name__ == "__main__":

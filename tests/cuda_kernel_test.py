@@ -291,7 +291,7 @@ class GpuTest(device_util.DeviceTestCase):
         self.assertAllEqual(uniform_batch(10, 16)[0], tf_onthefly.random_batch(10, 16, seed=7, step=3)[0])
 
     def test_model_fit(self):
-        from tf_onthefly import models
+        from tf_onthefly.bench import models
         from tf_onthefly.data import GeneratorModel, device_dataset
 
         def gen(step):

@@ -8,7 +8,8 @@ import tensorflow as tf
 from tensorflow.python.framework import config as tf_config  # disable_op_determinism
 
 import tf_onthefly
-from tf_onthefly import data, models
+from tf_onthefly import data
+from tf_onthefly.bench import models
 
 import device_util
 

@@ -26,7 +26,7 @@ def device() -> str:
 
 def make_model() -> tf.keras.Model:
     """The small model the training-path tests train: 16 -> 32 -> 4, the same weights every call."""
-    from tf_onthefly import models
+    from tf_onthefly.bench import models
 
     tf.keras.utils.set_random_seed(0)
     return models.mlp(16, 4, hidden=(32,))

@@ -9,7 +9,7 @@ the default of `generate`).
 import numpy as np
 import tensorflow as tf
 
-from tf_onthefly import models
+from tf_onthefly.bench import models
 
 import device_util
 

@@ -20,7 +20,7 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 import numpy as np
 import tensorflow as tf
 
-from tf_onthefly import models
+from tf_onthefly.bench import models
 from tf_onthefly.data import GeneratorModel, SignatureDriftError
 from tf_onthefly.interop import BridgeError, DeviceBridge, to_tensor
 
@@ -279,7 +279,7 @@ class GpuBridgeTest(device_util.DeviceTestCase):
 class StepCostTest(device_util.DeviceTestCase):
     def test_reports_cost(self):
         """Not a target, a record: a batch through the bridge in a graph loop (host arrays
-        here; benchmarks/interop.py measures the GPU paths)."""
+        here; benchmarks/ptx_paths.py measures the GPU paths)."""
         bridge = DeviceBridge(host_batch, SIG)
         run = tf.function(
             lambda n: tf.while_loop(

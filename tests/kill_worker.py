@@ -27,7 +27,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import tf_onthefly  # noqa: E402
-from tf_onthefly import data, models  # noqa: E402
+from tf_onthefly import data  # noqa: E402
+from tf_onthefly.bench import models  # noqa: E402
 
 EPOCHS, STEPS = 4, 12  # fit: 48 steps
 TOTAL, SAVE_EVERY = 48, 8  # loop

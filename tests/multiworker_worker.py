@@ -13,7 +13,8 @@ import numpy as np
 import tensorflow as tf
 
 import tf_onthefly
-from tf_onthefly import data, models
+from tf_onthefly import data
+from tf_onthefly.bench import models
 
 GLOBAL = 64  # the global batch
 

@@ -4,7 +4,8 @@ import numpy as np
 import tensorflow as tf
 from hypothesis import strategies as st
 
-from tf_onthefly import models, procedural_shapes
+from tf_onthefly import procedural_shapes
+from tf_onthefly.bench import models
 
 import arguments
 import device_util

@@ -17,7 +17,8 @@ import numpy as np
 import tensorflow as tf
 
 import tf_onthefly
-from tf_onthefly import _load, data, models
+from tf_onthefly import _load, data
+from tf_onthefly.bench import models
 
 GOLDEN = np.array([0.30296677, 0.31367546, 0.20855665, 0.18873435, 0.19950825, 0.76777154], np.float32)
 # sha256 of every output (dtype, shape, bytes) of each generator's first example at seed 1,

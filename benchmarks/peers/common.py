@@ -1,17 +1,20 @@
-"""What the peer scripts share: their command line, their output, and tf_onthefly's timing
-helper (python/tf_onthefly/timing.py) loaded as a file, so a peer's process never imports
-TensorFlow (each peer runs alone, before TensorFlow takes the GPU's memory)."""
+"""What the peer scripts share: their command line, their output, and the input benchmark's
+timing (tf_onthefly/bench/timing.py, standard library only), loaded from the installed
+package without running the package's __init__, which imports TensorFlow: a peer's process
+never imports TensorFlow (each peer runs alone, before TensorFlow takes the GPU's memory)."""
 
 import argparse
 import importlib.util
 import json
 import os
 
-_TIMING = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python", "tf_onthefly", "timing.py")
-
 
 def _load_timing():
-    spec = importlib.util.spec_from_file_location("otf_timing", _TIMING)
+    package = importlib.util.find_spec("tf_onthefly")  # finds the package; runs none of it
+    if package is None:
+        raise ImportError("tf_onthefly is not installed (the peers time with its bench/timing.py)")
+    path = os.path.join(package.submodule_search_locations[0], "bench", "timing.py")
+    spec = importlib.util.spec_from_file_location("tf_onthefly_bench_timing", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

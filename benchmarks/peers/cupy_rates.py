@@ -1,12 +1,13 @@
 """CuPy's float32 uniform and normal generators, timed as peer_rates.py asks (one JSON line).
 
-    python3 benchmarks/peers/cupy_rates.py [--floats N] [--repeats 7] [--unroll 20] [--smoke]
+    python -m benchmarks.peers.cupy_rates [--floats N] [--repeats 7] [--unroll 20] [--smoke]
 
 GPU only: CuPy has no CPU device, so without a GPU it reports nothing.
 """
 
 import cupy
-from common import arguments, report, seconds_per_output
+
+from benchmarks.peers.common import arguments, report, seconds_per_output
 
 
 def main():

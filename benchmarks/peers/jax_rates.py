@@ -1,7 +1,7 @@
 """JAX's float32 uniform and normal generators (threefry), timed as peer_rates.py asks (one
 JSON line).
 
-    python3 benchmarks/peers/jax_rates.py [--floats N] [--repeats 7] [--unroll 20] [--smoke]
+    python -m benchmarks.peers.jax_rates [--floats N] [--repeats 7] [--unroll 20] [--smoke]
 
 On JAX's default device. Each output takes its own key, split before the clock starts.
 """
@@ -10,7 +10,8 @@ import itertools
 
 import jax
 import jax.numpy as jnp
-from common import arguments, report, seconds_per_output
+
+from benchmarks.peers.common import arguments, report, seconds_per_output
 
 
 def main():

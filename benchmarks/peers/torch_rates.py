@@ -1,12 +1,13 @@
 """PyTorch's float32 uniform and normal generators, timed as peer_rates.py asks (one JSON line).
 
-    python3 benchmarks/peers/torch_rates.py [--floats N] [--repeats 7] [--unroll 20] [--smoke]
+    python -m benchmarks.peers.torch_rates [--floats N] [--repeats 7] [--unroll 20] [--smoke]
 
 On the GPU when PyTorch sees one, else on the CPU (only meaningful as a smoke run).
 """
 
 import torch
-from common import arguments, report, seconds_per_output
+
+from benchmarks.peers.common import arguments, report, seconds_per_output
 
 
 def main():

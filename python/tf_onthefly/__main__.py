@@ -3,22 +3,17 @@
 
     tf-onthefly info                       the versions, the op library, XLA and GPU kernels
     tf-onthefly bench [--device=gpu ...]   every input path side by side
-    tf-onthefly rates [--mib=...]          generation rates next to TensorFlow's random ops
     tf-onthefly profile MODULE:FUNCTION    is input your bottleneck? (bench --profile)
-    tf-onthefly demo [--steps=...]         train the seed model once
 
 Each command's flags: tf-onthefly COMMAND --help.
 """
 
-import importlib
 import sys
 
 COMMANDS = {
     "info": "the versions, the op library for this TensorFlow, XLA kernels, GPU kernels",
     "bench": "the input benchmark: every input path side by side (--device=gpu for the GPU's)",
-    "rates": "generation rates next to TensorFlow's random ops, a copy and NumPy",
     "profile": "MODULE:FUNCTION returning (dataset, train_step): is input your bottleneck?",
-    "demo": "train the seed model once on batches generated inside the step",
 }
 
 
@@ -47,12 +42,11 @@ def main(argv=None) -> int:
         if not rest or rest[0].startswith("-"):
             print("usage: tf-onthefly profile MODULE:FUNCTION [bench flags...]", file=sys.stderr)
             return 2
-        command, rest = "bench", [f"--profile={rest[0]}"] + rest[1:]
-    from absl import app  # the other commands are absl programs: their flags, their --help
+        rest = [f"--profile={rest[0]}"] + rest[1:]
+    from tf_onthefly import bench  # an absl program: its flags, its --help
 
-    module = importlib.import_module(f"tf_onthefly.{command}")
-    sys.argv = [f"tf-onthefly {command}"] + rest
-    app.run(module.main)
+    sys.argv = ["tf-onthefly bench"] + rest
+    bench.main()
     return 0
 
 

@@ -1,6 +1,6 @@
 """Generation rates of the ops next to TensorFlow's random ops, a copy and NumPy, in one run.
 
-    python -m tf_onthefly.rates [--mib=256,1024,4096] [--repeats=7] [--unroll=20]
+    python -m benchmarks.rates [--mib=256,1024,4096] [--repeats=7] [--unroll=20]
 
 TF candidates (every registered generator, random_batch's uniform and normal features, the
 same under XLA, TF's stateless random ops, a copy as the memory ceiling) run `unroll` times
@@ -10,7 +10,7 @@ one element; the time per output is the median over `repeats` calls after a
 warm-up, synchronised by fetching the result. NumPy's float32 generators run on one host
 thread into a preallocated array (the CPU yardstick). Rates count bytes written (the copy:
 read + written). Absolute times mean something only on a GPU. The same outputs from
-PyTorch, JAX and CuPy: benchmarks/peer_rates.py in the repository (docs/performance.md).
+PyTorch, JAX and CuPy: benchmarks/peer_rates.py (docs/performance.md).
 """
 
 import json
@@ -21,7 +21,8 @@ import tensorflow as tf
 from absl import app, flags, logging
 
 import tf_onthefly
-from tf_onthefly import _load, timing
+from tf_onthefly import _load
+from tf_onthefly.bench import timing
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("mib", ["1024"], "Output sizes, MiB of float32.")

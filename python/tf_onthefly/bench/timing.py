@@ -1,4 +1,5 @@
-"""Per-call timing shared by the input benchmark, the rate tables and the benchmarks/ scripts.
+"""Per-call timing of the input benchmark (its rows, profile_input); the repository's
+benchmarks/ time with it too. It imports nothing but the standard library.
 
 A rate taken from one long window, or from the difference of two timings, moves with every
 hiccup of a busy machine. Timing many calls of a fixed amount of work each and taking their

@@ -2,7 +2,7 @@
 targets: no row above its constant batch by more than 1.15x in either run, every row at
 0.2x or above agreeing within 25 % between the runs, and the measuring time of each run.
 
-    python3 tools/testing/bench_compare.py run1/bench.json run2/bench.json [--limit-s=300]
+    python -m benchmarks.bench_compare run1/bench.json run2/bench.json [--limit-s=300]
 """
 
 import argparse

@@ -1,4 +1,5 @@
-"""The small models the demo, the bench and the tests train, defined once."""
+"""The models the input benchmark trains (its configurations), defined once; the tests train
+them too."""
 
 from typing import Callable, Sequence
 
@@ -6,7 +7,7 @@ import tensorflow as tf
 
 
 def mlp(input_dim: int, outputs: int, hidden: Sequence[int] = (64, 64)) -> tf.keras.Model:
-    """Dense ReLU layers on `input_dim` features (the seed model by default:
+    """Dense ReLU layers on `input_dim` features (the bench's small_mlp: mlp(16, 1),
     16 -> 64 -> 64 -> 1)."""
     layers = [tf.keras.Input((input_dim,))]
     layers += [tf.keras.layers.Dense(h, activation="relu") for h in hidden]

@@ -1,6 +1,7 @@
-"""Python GPU code into TensorFlow, measured (run on a GPU; docs/interop.md).
+"""One PTX kernel run four ways: the PTX op and the device-array bridge against the built-in
+op and CuPy (run on a GPU; docs/interop.md).
 
-    python3 benchmarks/interop.py --ptx bazel-bin/tf_ops/interop/test_kernels.ptx [--out FILE.json]
+    python -m benchmarks.ptx_paths --ptx bazel-bin/tf_ops/interop/test_kernels.ptx [--out FILE.json]
 
 One kernel, random_batch's default batch bit for bit (uniform [0, 1) float32 features,
 Bernoulli labels; tf_ops/interop/test_kernels.cu, otf_uniform_batch), produced four ways
@@ -46,14 +47,13 @@ import numpy as np
 import tensorflow as tf
 
 import tf_onthefly
-from tf_onthefly import data, timing
+from benchmarks import loops
+from benchmarks.op_timeline import events as trace_events
+from benchmarks.op_timeline import gpu_kernels, kernel_ms, traced
+from tf_onthefly import data
+from tf_onthefly.bench import timing
 from tf_onthefly.cuda_kernel import cuda_kernel
 from tf_onthefly.interop import DeviceBridge
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import loops  # noqa: E402
-from op_timeline import events as trace_events  # noqa: E402
-from op_timeline import gpu_kernels, kernel_ms, traced  # noqa: E402
 
 ENTRY = "otf_uniform_batch"
 P = 0.5
