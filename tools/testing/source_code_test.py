@@ -1,6 +1,7 @@
 """The repository's own rules (as tensorflow/addons' source_code_test.py): every file sits
-where the layout says, and no file speaks of the place the project was built in rather than
-of the product.
+where the layout says (the package holds what users run, measurement is the benchmarks
+package, tools/ is sorted by role), and no file speaks of the place the project was built
+in rather than of the product.
 
     bazel test //tools/testing:source_code_test      # or: python3 tools/testing/source_code_test.py
 
@@ -31,7 +32,7 @@ TOP_LEVEL = {
     "MANIFEST.in",
     "README.md",
     "WORKSPACE",
-    "benchmarks",  # maintainers' measurement scripts and results/ of GPU runs
+    "benchmarks",  # the measurements (one Python package), their runner, results/
     "build_pip_pkg.sh",
     "configure.sh",
     "docs",
@@ -49,6 +50,14 @@ TOP_LEVEL = {
 TOOLS_ROLES = {"build", "docs", "format", "testing"}
 # docs/ holds pages (and their images); results of runs live in benchmarks/results/.
 DOCS = re.compile(r"^docs/([\w.-]+\.md|BUILD|img/[\w.-]+\.(png|svg))$")
+# Modules import by package, never by editing the search path.
+SYS_PATH_EDIT = re.compile(r"\bsys\.path\.(insert|append|extend)\(|\bsys\.path\s*\+?=[^=]")
+# The package's core (everything but bench/, the input benchmark, and the command line that
+# runs it) imports nothing of the benchmark: measurement stays out of what a training imports.
+BENCH_IMPORT = re.compile(
+    r"^\s*(from tf_onthefly\.bench\b|from tf_onthefly import [^#\n]*\bbench\b|import tf_onthefly\.bench\b)", re.M
+)
+PACKAGE_CORE = re.compile(r"^python/tf_onthefly/(?!__main__\.py$)[\w]+\.py$")
 
 # Words of the environment the project was built in, not of the product. Each: (what, regex).
 ENVIRONMENT_WORDS = [
@@ -110,6 +119,16 @@ def word_problems(path, text):
     return found
 
 
+def python_problems(path, text):
+    """[what] is wrong with a Python file's imports."""
+    found = []
+    if SYS_PATH_EDIT.search(text):
+        found.append("edits sys.path (import by package: benchmarks/ is one, tests/ are Bazel's)")
+    if PACKAGE_CORE.match(path) and BENCH_IMPORT.search(text):
+        found.append("the package's core imports tf_onthefly.bench (measurement)")
+    return found
+
+
 class SourceCodeTest(unittest.TestCase):
     def setUp(self):
         self.files = repository_files()
@@ -129,6 +148,19 @@ class SourceCodeTest(unittest.TestCase):
             problems += [f"{f}:{n}: {what}: {line}" for n, what, line in word_problems(f, text)]
         self.assertEqual(problems, [], "\n" + "\n".join(problems))
 
+    def test_imports_by_package(self):
+        problems = []
+        for f in self.files:
+            if f.endswith(".py") and f != SELF and not f.startswith("third_party/"):
+                with open(os.path.join(ROOT, f), encoding="utf-8") as fh:
+                    problems += [f"{f}: {what}" for what in python_problems(f, fh.read())]
+        self.assertEqual(problems, [], "\n" + "\n".join(problems))
+
+    def test_benchmarks_is_one_package(self):
+        folders = {os.path.dirname(f) for f in self.files if f.startswith("benchmarks/") and f.endswith(".py")}
+        missing = sorted(d for d in folders if f"{d}/__init__.py" not in self.files)
+        self.assertEqual(missing, [], "folders of benchmarks/ modules without __init__.py")
+
     def test_the_rules_catch_what_they_name(self):
         self.assertTrue(word_problems("docs/x.md", "staged with ../shared/device"))
         self.assertTrue(word_problems("docs/x.md", "as in the third session"))
@@ -141,6 +173,13 @@ class SourceCodeTest(unittest.TestCase):
         self.assertTrue(layout_problem("scratch/notes.txt"))
         self.assertIsNone(layout_problem("tools/build/tf_release.sh"))
         self.assertIsNone(layout_problem("tools/testing/test_all_tf.sh"))
+        self.assertTrue(python_problems("benchmarks/x.py", "sys.path.insert(0, HERE)\n"))
+        self.assertTrue(python_problems("python/tf_onthefly/data.py", "from tf_onthefly.bench import timing\n"))
+        self.assertTrue(python_problems("python/tf_onthefly/data.py", "from tf_onthefly import _load, bench\n"))
+        self.assertFalse(
+            python_problems("python/tf_onthefly/bench/_cli.py", "from tf_onthefly.bench import _measure\n")
+        )
+        self.assertFalse(python_problems("tests/x.py", "env = dict(PYTHONPATH=os.pathsep.join(sys.path))\n"))
 
 
 if __name__ == "__main__":
