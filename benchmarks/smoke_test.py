@@ -29,6 +29,7 @@ CPU_RUNS = [
     ("peer_rates", ["--smoke"]),
     ("ptx_paths", ["--smoke", "--ptx", "{test_ptx}"]),
     ("soak", ["--smoke", "--quiet"]),
+    ("from_python_copy", ["--smoke"]),
     (
         "input_bench_ptx_paths",
         ["--ptx={test_ptx}", "--configs=small_mlp", "--modes=fit1", "--paths=constant,ptx-op,cupy-bridge"]

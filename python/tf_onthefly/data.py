@@ -23,13 +23,16 @@ docs/training.md explains the choices and how path 3 compares with copying batch
 """
 
 import atexit
+import gc
 import itertools
 import json
 import os
 import re
 import shutil
+import sys
 import threading
 import time
+import weakref
 from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
@@ -67,15 +70,90 @@ def _check_field(index, name, spec, dtype_matches, dtype, shape):
         )
 
 
+def _leaves(signature, batch, index):
+    """The batch's values at the signature's TensorSpecs, in tf.nest order. What stands where
+    a spec stands is one field, whatever it is (a list is a field's values, as for
+    np.asarray, not a structure); above the specs, the batch must have the signature's
+    structure (tuples and lists alike, a dict's keys)."""
+    if isinstance(signature, tf.TypeSpec):
+        return [batch]
+    if isinstance(signature, dict):
+        if not isinstance(batch, dict) or set(batch) != set(signature):
+            got = sorted(map(str, batch)) if isinstance(batch, dict) else type(batch).__name__
+            raise SignatureDriftError(
+                f"batch {index}: structure differs from the output signature: expected a dict with keys "
+                f"{sorted(map(str, signature))}, got {got}"
+            )
+        return [leaf for key in sorted(signature) for leaf in _leaves(signature[key], batch[key], index)]
+    if not isinstance(batch, (tuple, list)) or len(batch) != len(signature):
+        got = f"{len(batch)} values" if isinstance(batch, (tuple, list)) else type(batch).__name__
+        raise SignatureDriftError(
+            f"batch {index}: structure differs from the output signature: expected {len(signature)} values "
+            f"(a tuple or list), got {got}"
+        )
+    return [leaf for spec, value in zip(signature, batch) for leaf in _leaves(spec, value, index)]
+
+
 def _check_batch(batch, signature, names, index):
-    try:
-        tf.nest.assert_same_structure(signature, batch, check_types=False)
-    except (ValueError, TypeError) as e:
-        raise SignatureDriftError(f"batch {index}: structure differs from the output signature: {e}") from None
-    for i, (spec, value) in enumerate(zip(tf.nest.flatten(signature), tf.nest.flatten(batch))):
+    """The batch's fields as NumPy arrays (an array the generator yielded is that array),
+    each checked against its spec; SignatureDriftError names the field and the batch."""
+    arrays = []
+    for i, (spec, value) in enumerate(zip(tf.nest.flatten(signature), _leaves(signature, batch, index))):
         name = names[i] if names else f"output {i}"
-        arr = np.asarray(value)
+        try:
+            arr = np.asarray(value)
+        except Exception as e:  # a ragged list, an __array__ that raises: name where it happened
+            raise SignatureDriftError(
+                f"batch {index}: field '{name}' cannot become an array ({type(e).__name__}: {e}); expected "
+                f"{spec.dtype.name} of shape {spec.shape}"
+            ) from e
         _check_field(index, name, spec, arr.dtype == spec.dtype.as_numpy_dtype, str(arr.dtype), list(arr.shape))
+        arrays.append(arr)
+    return arrays
+
+
+# from_generator's conversion of a batch uses the memory of a NumPy array aligned to this
+# many bytes (TensorFlow's EIGEN_MAX_ALIGN_BYTES) in place, keeping the array alive, and
+# copies any other array at once (SimplePathHandOverTest checks both on every TensorFlow).
+_TF_ALIGN = 64
+
+
+def _aligned_copy(array):
+    """A copy of `array` in memory TensorFlow uses in place: the batch's one copy."""
+    buffer = np.empty(array.nbytes + _TF_ALIGN, np.uint8)
+    start = -buffer.ctypes.data % _TF_ALIGN
+    copy = buffer[start : start + array.nbytes].view(array.dtype).reshape(array.shape)
+    np.copyto(copy, array)
+    return copy
+
+
+def _references(arrays, i):
+    return sys.getrefcount(arrays[i])
+
+
+# What _references counts for an array held by nothing but the list (the calling code the same).
+_ONLY_THE_LIST = _references([np.empty(0)], 0)
+
+
+def _handed_over(arrays):
+    """Replaces every array of the list that its generator could still change, and that
+    TensorFlow would not copy, by a copy.
+
+    TensorFlow makes a tensor of an aligned array by using its memory, so a generator that
+    refills the array it yielded would change batches already handed out. Copied here: an
+    aligned array unless it was handed over whole, i.e. it owns its memory (not a view, not
+    memory of another object or of native code) and nothing but this list refers to it (no
+    reference, no weak reference: the batch that held it is gone). Not copied: other arrays
+    (TensorFlow copies them itself, at once) and object arrays (strings: TensorFlow makes
+    new string tensors of them at once)."""
+    for i in range(len(arrays)):
+        a = arrays[i]
+        in_place = not a.dtype.hasobject and a.ctypes.data % _TF_ALIGN == 0
+        handed_over = a.flags.owndata and weakref.getweakrefcount(a) == 0
+        del a
+        if in_place and not (handed_over and _references(arrays, i) <= _ONLY_THE_LIST):
+            arrays[i] = _aligned_copy(arrays[i])
+    return arrays
 
 
 _END = object()
@@ -90,7 +168,11 @@ class _GeneratorCalls:
     hung that way in 6 of 15 runs of a short script on a busy two-core machine. So at exit,
     before that collection, every generator ends at its next call, and the exit waits, the
     GIL released, until no call has run for a moment (30 s at most: a call in progress must
-    finish first). tests/data_test.py, SimplePathExitTest."""
+    finish first). Then it collects the garbage: pipelines the program let go of, but which
+    sit in reference cycles (a tf.function that captured its iterator), are destroyed while
+    Python can still run their generators' cleanup; destroyed after Python's shutdown, each
+    makes TensorFlow log "Error occurred when finalizing GeneratorDataset iterator".
+    tests/data_test.py, SimplePathExitTest."""
 
     QUIET_S, LIMIT_S = 0.2, 30.0
 
@@ -115,8 +197,9 @@ class _GeneratorCalls:
         while time.monotonic() < deadline:
             with self._lock:
                 if self._running == 0 and (self._last is None or time.monotonic() - self._last > self.QUIET_S):
-                    return
+                    break
             time.sleep(0.01)
+        gc.collect()
 
 
 _GENERATOR_CALLS = _GeneratorCalls()
@@ -136,16 +219,30 @@ def from_python(
       generator_fn: a callable returning an iterator of batches (NumPy arrays or
         anything np.asarray takes), e.g. a generator function.
       output_signature: nested tf.TensorSpec, as for tf.data.Dataset.from_generator.
-      num_batches: if given, the dataset has exactly this many batches, and a generator
-        that stops before raises SignatureDriftError ("stopped after 7 batches, expected
-        10") at that point instead of silently ending the epoch early.
+      num_batches: if given, an integer >= 0 (0: an empty dataset): the dataset has
+        exactly this many batches, and a generator that stops before raises
+        SignatureDriftError ("stopped after 7 batches, expected 10") at that point instead
+        of silently ending the epoch early. Anything else (a float, a bool, a negative
+        number) is refused with an InvalidArgumentError naming num_batches.
       prefetch: overlap generation with training (tf.data.AUTOTUNE).
 
     A batch that does not match raises SignatureDriftError naming the field, the
     expected and actual shape and dtype and the batch number; an exception raised by the
     generator itself comes through with its traceback (TensorFlow wraps it in an
     InvalidArgumentError/UnknownError whose message holds the original traceback).
+
+    A batch never changes after it is yielded, so a generator may refill its arrays for
+    the next batch: each field is copied once, by TensorFlow or, for an array whose memory
+    TensorFlow would otherwise use in place (64-byte aligned), here, unless the generator
+    handed that array over whole (it owns its memory and nothing else refers to it once the
+    batch is taken, e.g. `yield rng.random(shape), labels`).
     """
+    if num_batches is not None:
+        num_batches = _args.int_value(num_batches, "from_python: num_batches")
+        if num_batches < 0:
+            _args.refuse(
+                "from_python: num_batches", f"must be >= 0 (None: as many as the generator yields), got {num_batches}"
+            )
     names = _field_names(output_signature)
 
     def checked():
@@ -162,7 +259,10 @@ def from_python(
                             f"batch {index}: the generator stopped after {index} batches, expected {num_batches}"
                         )
                     return
-                _check_batch(batch, output_signature, names, index)
+                arrays = _check_batch(batch, output_signature, names, index)
+                del batch  # a batch structure the generator does not keep goes, and with it its references
+                batch = tf.nest.pack_sequence_as(output_signature, _handed_over(arrays))
+                del arrays
             yield batch
 
     ds = tf.data.Dataset.from_generator(checked, output_signature=output_signature)
