@@ -14,6 +14,7 @@ from tf_onthefly import _build_info
 import gen_ops_doc
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+NUMBERS = "zero one two three four five six seven eight nine ten eleven twelve".split()
 SNAKE = lambda op: re.sub(r"(?<!^)(?=[A-Z])", "_", op.split(">", 1)[1]).lower()  # noqa: E731
 
 
@@ -77,20 +78,40 @@ class ConventionsTest(tf.test.TestCase):
                 self.assertIn("generator_contract.GeneratorContract", bases)
 
     def test_every_op_is_documented(self):
-        """A summary, and a description for every output and every attribute of its own."""
+        """A summary, and a description for every output and every input and attribute of its own."""
         ops = gen_ops_doc.op_list()
         for name, spec in tf_onthefly.REGISTRY.items():
             with self.subTest(generator=name):
                 op = ops[spec.op]
                 self.assertTrue(op.summary, f"{spec.op} has no .Doc summary")
-                for arg in list(op.output_arg) + [a for a in op.attr if a.name not in gen_ops_doc.SDK_ARGS]:
+                own = gen_ops_doc.own_inputs(op) + [a for a in op.attr if a.name not in gen_ops_doc.SDK_ARGS]
+                for arg in list(op.output_arg) + own:
                     self.assertTrue(arg.description, f"{spec.op}: .Doc does not describe {arg.name}")
+
+    def test_docs_state_the_generator_count_right(self):
+        """Where README.md or docs/ say how many generators there are ("six generators", "6
+        built-in generators"), it is the registry's count, and a list of names that follows
+        in parentheses is the registry's."""
+        count = len(tf_onthefly.REGISTRY)
+        stated = re.compile(
+            r"\b(" + "|".join(NUMBERS) + r"|\d+)((?:\s+(?!of\b)[\w-]+){0,2}?)\s+generators\b([^.]*)", re.I
+        )
+        docs = ["README.md"] + [os.path.join("docs", f) for f in sorted(os.listdir(os.path.join(ROOT, "docs")))]
+        for doc in [d for d in docs if d.endswith(".md")]:
+            text = " ".join(_read(doc).split())
+            for m in stated.finditer(text):
+                number = m.group(1).lower()
+                with self.subTest(doc=doc, says=m.group(0)[:80]):
+                    self.assertEqual(int(number) if number.isdigit() else NUMBERS.index(number), count)
+                    listed = re.match(r"[\w\s]{0,20}\(((?:`\w+`,?\s*(?:and\s+)?)+)\)", m.group(3))
+                    if listed:
+                        self.assertCountEqual(re.findall(r"`(\w+)`", listed.group(1)), tf_onthefly.REGISTRY)
 
     def test_op_reference_is_current(self):
         self.assertEqual(
             gen_ops_doc.render(),
             _read("docs", "ops.md"),
-            msg="docs/ops.md is not current: run python3 tools/docs/gen_ops_doc.py",
+            msg="docs/ops.md is not current: run python3 tools/docs/gen_ops_doc.py (bazel run //tools/docs:write_ops_md)",
         )
 
 
