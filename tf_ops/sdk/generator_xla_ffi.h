@@ -8,7 +8,8 @@
 // (FillRowsCpu, LaunchGenerator) on the same Params. The custom call:
 //   operands  seed (int64 [] or [2]), step (int64 []), then, with sample_offset = 1, the
 //             call's sample offset (int64 [], added to first_sample; on the GPU read only
-//             on the device), then the generator's own inputs;
+//             on the device), then the generator's own inputs; seed, step and offset may
+//             also come as uint32 halves of their words (CheckWords);
 //   results   the op's outputs (every output's dimension 0 is the call's rows), then, with
 //             scratch_bytes > 0, one u8 buffer of ScratchBufferBytes(scratch_bytes) bytes
 //             that the CUDA handler serves the launch's scratch requests from;
@@ -79,6 +80,26 @@ inline ElementKind KindOf(ffi::DataType type) {
   }
 }
 
+// Seed, step and sample offset are 64-bit words (one, or two for a seed pair): int64 or
+// uint64 elements, or, where the caller has no 64-bit types (JAX without jax_enable_x64),
+// int32 or uint32 elements in pairs, the two little-endian halves of each word (the same
+// bytes). Their bytes are read as int64 where the kernel runs.
+inline ffi::Error CheckWords(const ffi::AnyBuffer& b, std::string_view what, size_t most_words,
+                             std::string_view op) {
+  const ffi::DataType t = b.element_type();
+  const bool integer = t == ffi::DataType::S64 || t == ffi::DataType::U64 ||
+                       t == ffi::DataType::S32 || t == ffi::DataType::U32;
+  const size_t bytes = b.size_bytes();
+  if (!integer || bytes == 0 || bytes % sizeof(int64_t) != 0 ||
+      bytes > most_words * sizeof(int64_t)) {
+    return OpError(
+        ffi::ErrorCode::kInvalidArgument, op,
+        StrCat(what, " must be ", most_words == 1 ? "one" : "one or two", " 64-bit word",
+               most_words == 1 ? "" : "s", " (int64, or uint32 halves), got ", bytes, " bytes"));
+  }
+  return ffi::Error::Success();
+}
+
 template <typename Gen>
 ffi::Error Decode(ffi::AnyBuffer seed, ffi::AnyBuffer step, ffi::RemainingArgs& args,
                   ffi::RemainingRets& rets, int64_t first_sample, int64_t batch_size,
@@ -108,12 +129,15 @@ ffi::Error Decode(ffi::AnyBuffer seed, ffi::AnyBuffer step, ffi::RemainingArgs& 
   }
   g.batch_size = batch_size;
   g.first_sample = first_sample;
+  if (auto e = CheckWords(seed, "seed", 2, op); e.failure()) return e;
+  if (auto e = CheckWords(step, "step", 1, op); e.failure()) return e;
   call->seed_step = SeedAndStep{static_cast<const int64_t*>(seed.untyped_data()),
-                                static_cast<int64_t>(seed.element_count()),
+                                static_cast<int64_t>(seed.size_bytes() / sizeof(int64_t)),
                                 static_cast<const int64_t*>(step.untyped_data()), nullptr};
   if (offsets) {
     auto offset = args.get<ffi::AnyBuffer>(0);
     if (offset.has_error()) return offset.error();
+    if (auto e = CheckWords(*offset, "sample offset", 1, op); e.failure()) return e;
     call->seed_step.sample_offset = static_cast<const int64_t*>(offset->untyped_data());
   }
   call->in.count = static_cast<int>(args.size() - offsets);
@@ -280,8 +304,8 @@ ffi::Error RunCuda(cudaStream_t stream, ffi::ScratchAllocator scratch, ffi::AnyB
 template <typename Binding>
 auto BindCall(Binding binding) {
   return std::move(binding)
-      .template Arg<ffi::AnyBuffer>()  // seed, int64 [] or [2]
-      .template Arg<ffi::AnyBuffer>()  // step, int64 []
+      .template Arg<ffi::AnyBuffer>()  // seed, one or two words (CheckWords)
+      .template Arg<ffi::AnyBuffer>()  // step, one word
       .RemainingArgs()                 // [sample offset], the generator's inputs
       .RemainingRets()                 // the op's outputs, [scratch]
       .template Attr<int64_t>("first_sample")
@@ -303,13 +327,25 @@ XLA_FFI_Error* HostHandler(XLA_FFI_CallFrame* frame) {
   return handler->Call(frame);
 }
 
+// A CUDA handler reports its traits in its metadata, which every XLA adds to those it is
+// registered with (JAX registers none of its own): a launch that may be recorded into a CUDA
+// graph is command-buffer compatible (CommandBufferCompatible).
+template <typename Gen, typename Binding, typename Fn>
+auto BindCudaTo(Binding binding, Fn fn) {
+  if constexpr (CommandBufferCompatible<Gen>::value) {
+    return std::move(binding).To(fn, {ffi::Traits::kCmdBufferCompatible});
+  } else {
+    return std::move(binding).To(fn);
+  }
+}
+
 template <typename Gen>
 XLA_FFI_Error* CudaHandler(XLA_FFI_CallFrame* frame) {
-  static auto* handler =
-      BindCall(
-          ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>().Ctx<ffi::ScratchAllocator>())
-          .To(RunCuda<Gen>)
-          .release();
+  static auto* handler = BindCudaTo<Gen>(BindCall(ffi::Ffi::Bind()
+                                                      .Ctx<ffi::PlatformStream<cudaStream_t>>()
+                                                      .Ctx<ffi::ScratchAllocator>()),
+                                         RunCuda<Gen>)
+                             .release();
   return handler->Call(frame);
 }
 
