@@ -24,9 +24,19 @@ struct Runtime {
   std::string reason;  // why there is none
 };
 
-// Takes every entry point from `handle` if it has the runtime (its fat binary registration).
-bool TakeFrom(void* handle, const char* name, Runtime* rt) {
+// Takes every entry point from `handle` if it has a CUDA 12 runtime (its fat binary
+// registration; our kernels are CUDA 12 builds, and a runtime of another major version lays
+// out its structures differently). Otherwise appends why not to `why`.
+bool TakeFrom(void* handle, const std::string& name, Runtime* rt, std::string* why) {
   if (handle == nullptr || dlsym(handle, "__cudaRegisterFatBinary") == nullptr) return false;
+  using VersionFn = cudaError_t (*)(int*);
+  const auto version = reinterpret_cast<VersionFn>(dlsym(handle, "cudaRuntimeGetVersion"));
+  int v = 0;
+  if (version != nullptr && version(&v) == cudaSuccess && (v < 12000 || v >= 13000)) {
+    *why += (why->empty() ? "" : ", ") + name + " is CUDA " + std::to_string(v / 1000) + "." +
+            std::to_string(v % 1000 / 10) + " (the kernels need CUDA 12)";
+    return false;
+  }
   std::string missing;
 #define OTF_TAKE(ret, fn, params, args)                              \
   rt->fn_##fn = reinterpret_cast<ret(*) params>(dlsym(handle, #fn)); \
@@ -38,25 +48,57 @@ bool TakeFrom(void* handle, const char* name, Runtime* rt) {
   return true;
 }
 
+// The folder of the shared library that holds `address`, with a trailing slash; "" if unknown.
+std::string FolderOf(const void* address) {
+  Dl_info info;
+  if (address == nullptr || dladdr(address, &info) == 0 || info.dli_fname == nullptr) return "";
+  const std::string path = info.dli_fname;
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash + 1);
+}
+
+// Where pip's nvidia-cuda-runtime-cu12 puts libcudart.so.12, seen from a package folder in
+// the same site-packages (tf_onthefly/, or a user's library next to it): the tf-onthefly
+// extras [jax] and [torch] install it, for processes whose framework brings no CUDA 12
+// runtime (a CUDA 13 PyTorch or JAX, or a CPU one).
+std::string PipCudart(const std::string& folder) {
+  return folder.empty() ? "" : folder + "../nvidia/cuda_runtime/lib/libcudart.so.12";
+}
+
 Runtime* Resolve() {
   auto* rt = new Runtime;  // lives as long as the process: kernels may run until exit
   // 1. TensorFlow's own (the GPU build links it statically and exports it); RTLD_NOLOAD: only
   //    the copy already loaded, never a second one.
   void* tf = dlopen("libtensorflow_framework.so.2", RTLD_LAZY | RTLD_NOLOAD);
-  if (TakeFrom(tf, "libtensorflow_framework.so.2", rt)) return rt;
-  std::string why = tf == nullptr ? "libtensorflow_framework.so.2 is not loaded"
-                                  : "TensorFlow's libtensorflow_framework.so.2 has no CUDA runtime "
-                                    "(a CPU-only TensorFlow, such as tensorflow-cpu)";
+  std::string why;
+  if (tf == nullptr) {
+    why = "libtensorflow_framework.so.2 is not loaded";
+  } else if (dlsym(tf, "__cudaRegisterFatBinary") == nullptr) {
+    why =
+        "TensorFlow's libtensorflow_framework.so.2 has no CUDA runtime (a CPU-only TensorFlow, "
+        "such as tensorflow-cpu)";
+  }
+  if (TakeFrom(tf, "libtensorflow_framework.so.2", rt, &why)) return rt;
   // 2. One the process already has in its global scope.
-  if (TakeFrom(RTLD_DEFAULT, "the process (RTLD_DEFAULT)", rt)) return rt;
-  why += ", the process has none loaded globally";
-  // 3. A shared CUDA 12 runtime the dynamic loader can find.
+  if (TakeFrom(RTLD_DEFAULT, "the process (RTLD_DEFAULT)", rt, &why)) return rt;
+  why += ", the process has no CUDA 12 runtime loaded globally";
+  // 3. A shared CUDA 12 runtime the dynamic loader finds (or has loaded already: a JAX or
+  //    PyTorch built for CUDA 12 loads pip's), then pip's beside this library or the core.
   void* cudart = dlopen("libcudart.so.12", RTLD_LAZY | RTLD_LOCAL);
-  if (TakeFrom(cudart, "libcudart.so.12", rt)) return rt;
   const char* err = cudart == nullptr ? dlerror() : nullptr;
-  why += std::string(", and libcudart.so.12 ") +
+  if (TakeFrom(cudart, "libcudart.so.12", rt, &why)) return rt;
+  why += std::string(", libcudart.so.12 ") +
          (cudart == nullptr ? std::string("cannot be loaded (") + (err ? err : "not found") + ")"
                             : std::string("has no __cudaRegisterFatBinary"));
+  void* core = dlopen("libtf_onthefly_core.so", RTLD_LAZY | RTLD_NOLOAD);
+  const void* core_symbol = core != nullptr ? dlsym(core, "tf_onthefly_core_abi_version") : nullptr;
+  for (const std::string& path : {PipCudart(FolderOf(reinterpret_cast<const void*>(&Resolve))),
+                                  PipCudart(FolderOf(core_symbol))}) {
+    if (path.empty()) continue;
+    void* pip = dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
+    if (TakeFrom(pip, path, rt, &why)) return rt;
+    if (pip == nullptr) why += ", and not at " + path;
+  }
   rt->reason = why;
   return rt;
 }

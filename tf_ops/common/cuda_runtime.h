@@ -9,8 +9,12 @@
 //   1. the one TensorFlow's libtensorflow_framework.so.2 exports (the GPU build: its CUDA
 //      runtime is linked in statically, and TensorFlow's streams belong to it);
 //   2. any the process already has in its global scope (RTLD_DEFAULT);
-//   3. libcudart.so.12, if the dynamic loader finds it.
-// A source counts when it has __cudaRegisterFatBinary; all entry points then come from it.
+//   3. libcudart.so.12, if the dynamic loader finds it (or has it loaded: a JAX or PyTorch
+//      built for CUDA 12 loads pip's), else pip's nvidia-cuda-runtime-cu12 in the
+//      site-packages of this library or of the core (the extras [jax] and [torch] install it).
+// A source counts when it has __cudaRegisterFatBinary and is CUDA 12 (cudaRuntimeGetVersion:
+// the kernels are CUDA 12 builds, and a CUDA 13 runtime, such as a CUDA 13 PyTorch loads
+// globally, lays out its structures differently); all entry points then come from it.
 // With none (tensorflow-cpu), registration does nothing, every call returns
 // cudaErrorNoDevice and CudaRuntimeUnavailableReason() says why: the GPU kernels are not
 // usable (TensorFlow has no GPU device to place them on anyway), the CPU kernels are.
