@@ -4,53 +4,22 @@ it cannot mean. Range checks that depend on the generator stay in its C++ Config
 run in the shape function and the kernel alike); here: types, and the 64-bit ranges.
 """
 
-import math
-import numbers
+import functools
 
 import numpy as np
 import tensorflow as tf
 
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-INT32_MAX = 2**31 - 1
-UINT64_MAX = 2**64 - 1
+from tf_onthefly import _values
+from tf_onthefly._values import INT32_MAX
 
 
 def refuse(arg: str, message: str):
     raise tf.errors.InvalidArgumentError(None, None, f"{arg} {message}")
 
 
-def _is_integer(value) -> bool:
-    return isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
-def int_value(value, arg: str, *, unsigned_64: bool = False) -> int:
-    """A Python integer for an int64 attribute or input element. Seeds and steps are 64-bit
-    words (docs/counter-contract.md): with `unsigned_64`, [2^63, 2^64) is accepted too and
-    passed as the int64 with the same bits. Floats are refused, never truncated."""
-    if not _is_integer(value):
-        refuse(arg, f"must be an integer, got {value!r} ({type(value).__name__})")
-    v = int(value)
-    top = UINT64_MAX if unsigned_64 else INT64_MAX
-    if not INT64_MIN <= v <= top:
-        refuse(arg, f"must be in [-2**63, {'2**64' if unsigned_64 else '2**63'}), got {v}")
-    return v - 2**64 if v > INT64_MAX else v
-
-
-def float_value(value, arg: str) -> float:
-    """A Python float for a float attribute (stored as float32). NaN and infinities pass
-    through for the op to judge and name; a finite value float32 cannot hold (overflow, or
-    a non-zero value that rounds to zero) is refused rather than changed."""
-    if not isinstance(value, (numbers.Real, np.floating, np.integer)) or isinstance(value, (bool, np.bool_)):
-        refuse(arg, f"must be a real number, got {value!r} ({type(value).__name__})")
-    v = float(value)
-    if math.isfinite(v):
-        with np.errstate(over="ignore"):
-            f32 = np.float32(v)
-        if not np.isfinite(f32):
-            refuse(arg, f"must fit in float32 (|value| <= 3.4028235e38), got {v!r}")
-        if v != 0 and f32 == 0:
-            refuse(arg, f"must be 0 or at least 1.4e-45 in magnitude (float32 rounds {v!r} to 0)")
-    return v
+_is_integer = _values.is_integer
+int_value = functools.partial(_values.int_value, refuse=refuse)
+float_value = functools.partial(_values.float_value, refuse=refuse)
 
 
 def int64_tensor(value, arg: str, *, unsigned_64: bool = False) -> tf.Tensor:
