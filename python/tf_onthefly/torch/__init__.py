@@ -1,0 +1,291 @@
+"""tf_onthefly for PyTorch: every generator of the core as a torch.library custom op
+(tf_onthefly::<name>), on the CPU and on CUDA, bit for bit the TensorFlow op's batch
+(docs/torch.md).
+
+    import tf_onthefly.torch as otf
+    step = torch.zeros((), dtype=torch.int64, device="cuda")
+    features, labels = otf.random_batch(32, 16, seed=7, step=step)
+
+Each generator takes the TensorFlow wrapper's arguments (tf_onthefly.random_batch ->
+tf_onthefly.torch.random_batch), and `device=` (default: the step's device where the step is
+a tensor, else torch's default device). The op allocates its outputs and scratch through
+PyTorch and launches on the current CUDA stream through the core's C ABI (ctypes: no build
+per PyTorch version); its fake implementation gives torch.compile the output shapes, so the
+op stays in the graph, and its launch may be captured in a CUDA graph (seed and step then
+live in device tensors the graph reads at replay). Imports no TensorFlow.
+"""
+
+import ctypes
+import functools
+import json
+
+import torch
+
+from tf_onthefly import _core, _frontend, _values
+
+CORE = _core.Core()
+NAMESPACE = "tf_onthefly"
+_LIBRARY = torch.library.Library(NAMESPACE, "FRAGMENT")
+
+_TORCH_DTYPES = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float64": torch.float64,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "int16": torch.int16,
+    "int8": torch.int8,
+    "uint8": torch.uint8,
+    "bool": torch.bool,
+}
+_NAMES = {v: k for k, v in _TORCH_DTYPES.items()}
+
+
+def dtype_name(value, arg: str) -> str:
+    """A dtype argument's name: a torch.dtype, or its name ("float32", "bfloat16", ...)."""
+    if isinstance(value, torch.dtype) and value in _NAMES:
+        return _NAMES[value]
+    if isinstance(value, str):
+        return value
+    raise ValueError(f"{arg} must be a torch dtype (torch.float32, torch.bfloat16, ...) or its name, got {value!r}")
+
+
+class _Prepared:
+    """One configured call (cached by op and attributes): what every run of it needs."""
+
+    def __init__(self, op: str, attrs_json: str):
+        self.call = CORE.configure(op, **json.loads(attrs_json))
+        info = self.call.info
+        self.info = info
+        self.outputs = [(tuple(o["shape"]), _TORCH_DTYPES[o["dtype"]]) for o in info["outputs"]]
+        self.inputs = [(i["name"], i["dtype"]) for i in info["inputs"]]
+        self.scratch = info["scratch_buffer_bytes"] if info["scratch_bytes"] > 0 else 0
+        self.handle = self.call.handle
+        # Rows over torch's intra-op threads where there is enough to share (as XLA's Host
+        # handler does); below, starting threads costs more than it saves.
+        size = sum(torch.empty((), dtype=d).element_size() * _numel(s) for s, d in self.outputs)
+        self.share_rows = size >= _PARALLEL_BYTES
+
+
+_PARALLEL_BYTES = 1 << 18
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+@functools.lru_cache(maxsize=None)
+def _prepared(op: str, attrs_json: str) -> _Prepared:
+    return _Prepared(op, attrs_json)
+
+
+_RUN_CPU = CORE.lib.tf_onthefly_core_run_cpu
+_RUN_GPU = CORE.lib.tf_onthefly_core_run_gpu
+
+
+def _run_op(op, seed, step, sample_offset, inputs, first_sample, attrs):
+    """The op's implementation (CPU and CUDA): outputs from PyTorch's allocator, one run of
+    the core on the CPU (rows over torch's intra-op threads) or on the current stream."""
+    p = _prepared(op, attrs)
+    device = step.device
+    outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in p.outputs]
+    args = _core.RunArgs(
+        struct_size=ctypes.sizeof(_core.RunArgs),
+        seed=seed.data_ptr(),
+        seed_size=seed.numel(),
+        step=step.data_ptr(),
+        first_sample=first_sample,
+        sample_offset=sample_offset.data_ptr() if sample_offset is not None else None,
+        num_inputs=len(inputs),
+    )
+    for i, x in enumerate(inputs):
+        args.inputs[i] = x.data_ptr()
+        args.input_dtypes[i] = _core.DTYPES[_NAMES[x.dtype]]
+        args.input_ranks[i] = x.dim()
+        for d, size in enumerate(x.shape[: _core.MAX_RANK]):
+            args.input_dims[i][d] = size
+    for i, o in enumerate(outs):
+        args.outputs[i] = o.data_ptr()
+    if device.type == "cpu":
+        code = _RUN_CPU(p.handle, ctypes.byref(args), torch.get_num_threads() if p.share_rows else 1)
+    else:
+        scratch = torch.empty(p.scratch, dtype=torch.uint8, device=device) if p.scratch else None
+        stream = torch.cuda.current_stream(device).cuda_stream
+        code = _RUN_GPU(
+            p.handle, ctypes.byref(args), stream, scratch.data_ptr() if scratch is not None else None, p.scratch
+        )
+    CORE.check(code)
+    return tuple(outs)
+
+
+def _fake_op(op, seed, step, sample_offset, inputs, first_sample, attrs):
+    """Shapes and dtypes only (torch.compile, meta tensors): from the core's configure."""
+    return tuple(step.new_empty(shape, dtype=dtype) for shape, dtype in _prepared(op, attrs).outputs)
+
+
+def _define(spec: _frontend.Spec):
+    """tf_onthefly::<name>(seed, step, sample_offset, inputs, first_sample, attrs) -> outputs."""
+    results = ", ".join("Tensor" for _ in spec.outputs)
+    _LIBRARY.define(
+        f"{spec.name}(Tensor seed, Tensor step, Tensor? sample_offset, Tensor[] inputs, int first_sample, "
+        f"str attrs) -> ({results})"
+    )
+    qualified = f"{NAMESPACE}::{spec.name}"
+    run = functools.partial(_run_op, spec.op)
+    _LIBRARY.impl(spec.name, run, "CPU")
+    _LIBRARY.impl(spec.name, run, "CUDA")
+    torch.library.register_fake(qualified, functools.partial(_fake_op, spec.op), lib=_LIBRARY)
+    return getattr(getattr(torch.ops, NAMESPACE), spec.name)
+
+
+def _words(value, arg: str, device: torch.device, shapes=((),)) -> torch.Tensor:
+    """A seed, step or sample offset as an int64 tensor on `device`: a Python integer (a seed
+    pair) as a 64-bit word (cached per device: no copy per call); an integer tensor widened as
+    TensorFlow's cast would."""
+    if isinstance(value, torch.Tensor):
+        if value.dtype.is_floating_point or value.dtype.is_complex or value.dtype == torch.bool:
+            raise ValueError(f"{arg} must be an integer tensor, got dtype {value.dtype}")
+        if tuple(value.shape) not in shapes:
+            raise ValueError(
+                f"{arg} must have shape {' or '.join(str(list(s)) for s in shapes)}, got {list(value.shape)}"
+            )
+        return value.to(device=device, dtype=torch.int64)
+    words = _python_words(value, arg, shapes)
+    return _constant(words, device) if isinstance(words, tuple) else _scalar(words, device)
+
+
+@torch.compiler.assume_constant_result
+def _python_words(value, arg, shapes):
+    """A Python seed or step as int64 words: an int, or a tuple for a pair (torch.compile
+    runs this once as it traces)."""
+    words = _frontend.seed_words(value, arg)
+    if words is None:
+        raise ValueError(f"{arg} must be an integer or an integer tensor, got {value!r}")
+    if tuple(words.shape) not in shapes:
+        raise ValueError(f"{arg} must have shape {' or '.join(str(list(s)) for s in shapes)}, got {list(words.shape)}")
+    return tuple(words.tolist()) if words.shape else int(words)
+
+
+# Tensors of Python seeds and steps, made once per value and device: a call then copies
+# nothing to the device, and a CUDA graph captured after the first call finds them made.
+@functools.lru_cache(maxsize=4096)
+def _constant(words: tuple, device: torch.device) -> torch.Tensor:
+    return torch.tensor(words, dtype=torch.int64, device=device)
+
+
+@functools.lru_cache(maxsize=4096)
+def _scalar(word: int, device: torch.device) -> torch.Tensor:
+    return torch.tensor(word, dtype=torch.int64, device=device)
+
+
+def _input(value, arg: str, want: str, device: torch.device, op: str) -> torch.Tensor:
+    """A generator's own tensor input: a tensor of its dtype, or Python/NumPy values that
+    convert to it exactly. The op checks the shape (and on the CPU the values)."""
+    dtype = _TORCH_DTYPES[want]
+    if isinstance(value, torch.Tensor):
+        if value.dtype != dtype:
+            raise ValueError(f"{op}: {arg} must be a {want} tensor, got dtype {value.dtype}")
+        return value.to(device).contiguous()
+    flat, shape = _python_input(value, arg, want, op)
+    return torch.tensor(flat, dtype=dtype, device=device).reshape(shape)
+
+
+@torch.compiler.assume_constant_result
+def _python_input(value, arg: str, want: str, op: str):
+    """Python/NumPy values as (flat values, shape), checked as the TensorFlow wrapper checks
+    them (torch.compile runs this once as it traces)."""
+    import numpy as np
+
+    array = np.asarray(value)
+    if array.dtype.kind not in "iuf" or (want.startswith(("int", "uint")) and array.dtype.kind == "f"):
+        raise ValueError(f"{op}: {arg} must be {want} numbers, got {array.dtype} values")
+    if want.startswith(("float", "bfloat")):
+        for v in array.ravel():
+            _values.float_value(v, arg)
+    return tuple(array.ravel().tolist()), tuple(array.shape)
+
+
+@torch.compiler.assume_constant_result
+def _constants(name, values):
+    """spec.constants, with the attributes as the op's JSON argument; torch.compile runs it
+    once as it traces (its checks use NumPy): they are Python values, fixed per traced call."""
+    key = (name, tuple((k, type(v), v) for k, v in values))  # 4 and 4.0 are not the same
+    try:
+        return _CONSTANTS[key]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable value (a list): converted every call
+        return _convert(name, values)
+    if len(_CONSTANTS) >= 4096:
+        _CONSTANTS.clear()
+    _CONSTANTS[key] = result = _convert(name, values)
+    return result
+
+
+_CONSTANTS = {}  # the calls' converted Python values: an eager call converts them once
+
+
+def _convert(name, values):
+    attrs, options, _ = _SPECS[name].constants(dict(values), dtype_name)
+    return json.dumps(attrs, sort_keys=True), options
+
+
+def _default_device(step) -> torch.device:
+    if isinstance(step, torch.Tensor):
+        return step.device
+    get = getattr(torch, "get_default_device", None)
+    return get() if get is not None else torch.device("cpu")
+
+
+def _function(spec: _frontend.Spec, op):
+    def run(spec, args, kwargs):
+        device = kwargs.pop("device", None)
+        values, dynamic = spec.split(args, kwargs)
+        attrs, options = _constants(spec.name, tuple(values.items()))
+        step = dynamic["step"]
+        device = torch.device(device) if device is not None else _default_device(step)
+        first, offset = dynamic["first_sample"], None
+        if isinstance(first, torch.Tensor):
+            offset, first = _words(first, "first_sample", device), 0
+        else:
+            first = _values.int_value(first, "first_sample")
+        inputs = [_input(dynamic[n], n, spec.inputs[n]["dtype"], device, spec.op) for n in spec.inputs]
+        outs = op(
+            _words(dynamic["seed"], "seed", device, ((), (2,))),
+            _words(step, "step", device),
+            offset,
+            inputs,
+            first,
+            attrs,
+        )
+        return spec.returned(outs, options)
+
+    function = _frontend.make_function(spec, run, "PyTorch", dtype_default=lambda n: _TORCH_DTYPES[n])
+    function.__signature__ = function.__signature__.replace(
+        parameters=[
+            *function.__signature__.parameters.values(),
+            function.__signature__.parameters["name"].replace(name="device", default=None),
+        ]
+    )
+    return function
+
+
+GENERATORS = {}
+_SPECS = {}
+
+
+def _add_generators():
+    for name, spec in _frontend.specs(CORE).items():
+        if name not in GENERATORS:
+            _SPECS[name] = spec
+            GENERATORS[name] = _function(spec, _define(spec))
+            globals()[name] = GENERATORS[name]
+    return GENERATORS
+
+
+_add_generators()
+__all__ = sorted(GENERATORS) + ["GENERATORS"]

@@ -1,0 +1,184 @@
+"""tf_onthefly.torch: the generators as torch.library custom ops, in a process that never
+imports TensorFlow.
+
+Every golden case (tests/goldens.py) gives its golden digest; torch.compile(fullgraph=True)
+keeps the op in the graph (its fake implementation gives the shapes) and gives the same
+batch for every step without recompiling; opcheck (schema, fake, dispatch) passes; a traced
+first_sample is a shard's first sample; errors name the op and the argument.
+--test_device=gpu: the same on CUDA, plus a CUDA graph captured once and replayed for new
+steps written into the step tensor, and the op on a side stream.
+
+    python tests/torch_test.py [--test_device=cpu|gpu]
+"""
+
+import sys
+import unittest
+
+DEVICE = "gpu" if "--test_device=gpu" in sys.argv else "cpu"
+sys.argv = [a for a in sys.argv if not a.startswith("--test_device")]
+
+import goldens  # noqa: E402
+import torch  # noqa: E402
+
+import tf_onthefly.torch as otf  # noqa: E402
+
+TARGET = torch.device("cuda" if DEVICE == "gpu" else "cpu")
+
+
+def digest(outs):
+    return goldens.digest(
+        [
+            (
+                str(o.dtype).removeprefix("torch."),
+                tuple(o.shape),
+                o.cpu().contiguous().view(torch.uint8).numpy().tobytes(),
+            )
+            for o in outs
+        ]
+    )
+
+
+def same(a, b):
+    for x, y in zip(a, b, strict=True):
+        assert torch.equal(x.cpu().view(torch.uint8), y.cpu().view(torch.uint8)), (x, y)
+
+
+def step_tensor(value):
+    return torch.tensor(value, dtype=torch.int64, device=TARGET)
+
+
+class TorchTest(unittest.TestCase):
+    def tearDown(self):
+        self.assertNotIn("tensorflow", sys.modules)
+
+    def test_generators_ops_and_signatures(self):
+        self.assertEqual(
+            set(otf.GENERATORS),
+            {"drift_walk", "procedural_shapes", "random_batch", "random_walk", "tabular_mixture", "teacher_task"},
+        )
+        for name in otf.GENERATORS:
+            self.assertTrue(hasattr(torch.ops.tf_onthefly, name), name)
+        sig = str(otf.random_batch.__signature__)
+        self.assertTrue(sig.startswith("(batch_size, feature_dim, seed, step, *, distribution='uniform'"), sig)
+        self.assertTrue(sig.endswith("name=None, device=None)"), sig)
+
+    def test_goldens(self):
+        for name, (generator, args, seed, step) in goldens.CASES.items():
+            with self.subTest(case=name):
+                fn = otf.GENERATORS[generator]
+                outs = fn(**args, seed=seed, step=step, device=TARGET)
+                self.assertTrue(all(o.device.type == TARGET.type for o in outs))
+                self.assertEqual(digest(outs), goldens.DIGESTS[name])
+                self.assertEqual(
+                    digest(fn(**args, seed=seed, step=step_tensor(step - 2**64 if step >= 2**63 else step))),
+                    goldens.DIGESTS[name],
+                )
+
+    def test_compile_keeps_the_op_in_the_graph(self):
+        torch._dynamo.reset()
+        compiled = torch.compile(lambda s: otf.random_batch(64, 8, seed=[1, 2], step=s), fullgraph=True)
+        for step in range(3):
+            same(compiled(step_tensor(step)), otf.random_batch(64, 8, seed=[1, 2], step=step, device=TARGET))
+        walks = torch.compile(lambda s: otf.drift_walk(5, 5000, [0.45, 0.55], seed=[3, 4], step=s), fullgraph=True)
+        self.assertEqual(digest(walks(step_tensor(7))), goldens.DIGESTS["drift_walk/scratch"])
+
+    def test_opcheck(self):
+        attrs = '{"batch_size": 6, "feature_dim": 3, "num_samples": -1}'
+        seed, step = step_tensor([1, 2]), step_tensor(3)
+        torch.library.opcheck(torch.ops.tf_onthefly.random_batch.default, (seed, step, None, [], 0, attrs))
+        up = torch.tensor([0.3, 0.7], device=TARGET)
+        torch.library.opcheck(
+            torch.ops.tf_onthefly.drift_walk.default,
+            (seed, step, None, [up], 0, '{"batch_size": 4, "length": 9, "num_samples": -1}'),
+        )
+
+    def test_tensor_first_sample_and_32_bit_words(self):
+        whole = otf.tabular_mixture(10, 3, seed=4, step=2, device=TARGET)
+        part = otf.tabular_mixture(10, 3, seed=4, step=step_tensor(2), first_sample=step_tensor(3), num_samples=4)
+        same(part, [w[3:7] for w in whole])
+        same(
+            otf.random_walk(
+                4,
+                5,
+                seed=torch.tensor([-1, 7], dtype=torch.int32, device=TARGET),
+                step=torch.tensor(-3, dtype=torch.int32, device=TARGET),
+            ),
+            otf.random_walk(4, 5, seed=[-1, 7], step=-3, device=TARGET),
+        )
+
+    def test_errors_name_the_op_and_the_argument(self):
+        core_error = otf._core.CoreError
+        for call, error, message in [
+            (lambda: otf.random_walk(4, 0, seed=1, step=0), core_error, "OnTheFly>RandomWalk: length must be in"),
+            (
+                lambda: otf.random_walk(4, 3, seed=1, step=0, lenght=2),
+                TypeError,
+                "unexpected keyword argument 'lenght'",
+            ),
+            (lambda: otf.random_walk(4, seed=1, step=0), TypeError, "missing required arguments: 'length'"),
+            (lambda: otf.random_walk(4, 3, seed=[1, 2, 3], step=0), ValueError, "seed must be an integer or a pair"),
+            (
+                lambda: otf.random_walk(4, 3, seed=1, step=torch.zeros(2, dtype=torch.int64)),
+                ValueError,
+                r"step must have shape \[\]",
+            ),
+            (lambda: otf.random_walk(4, 3, seed=1, step=torch.zeros(())), ValueError, "step must be an integer tensor"),
+            (lambda: otf.random_batch(4, 3, seed=1, step=0, dtype=torch.int32), core_error, "attr 'dtype' of int32"),
+            (lambda: otf.random_batch(4, 3, seed=1, step=0, high=1e39), ValueError, "high must fit in float32"),
+            (
+                lambda: otf.random_batch(4, 3, seed=1, step=0, first_sample=2, num_samples=3),
+                core_error,
+                "first_sample must be in",
+            ),
+            (
+                lambda: otf.drift_walk(4, 3, [[0.5]], seed=1, step=0),
+                core_error,
+                r"up_probability must have shape \[n\], got \[1, 1\]",
+            ),
+            (
+                lambda: otf.drift_walk(4, 3, torch.tensor([1]), seed=1, step=0),
+                ValueError,
+                "up_probability must be a float32 tensor",
+            ),
+        ]:
+            with self.subTest(message=message):
+                with self.assertRaisesRegex(error, message):
+                    call()
+        if TARGET.type == "cpu":
+            with self.assertRaisesRegex(core_error, r"OnTheFly>DriftWalk: up_probability must be in \[0, 1\]"):
+                otf.drift_walk(4, 3, [1.5], seed=1, step=0)
+
+    @unittest.skipIf(DEVICE != "gpu", "CUDA graphs: the GPU variant")
+    def test_cuda_graph_replays_new_steps(self):
+        step = step_tensor(0)
+        static = {}
+
+        def body():
+            static["out"] = otf.random_batch(256, 16, seed=[1, 2], step=step) + otf.drift_walk(
+                8, 5000, [0.4, 0.6], seed=3, step=step
+            )
+
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            body()  # warm up: configure, constants
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            body()
+        for s in (5, 6, 2**40):
+            step.fill_(s)
+            graph.replay()
+            want = otf.random_batch(256, 16, seed=[1, 2], step=s, device=TARGET) + otf.drift_walk(
+                8, 5000, [0.4, 0.6], seed=3, step=s, device=TARGET
+            )
+            same(static["out"], want)
+        compiled = torch.compile(
+            lambda s: otf.random_batch(1024, 64, seed=9, step=s), mode="reduce-overhead", fullgraph=True
+        )
+        for s in range(4):
+            same(compiled(step_tensor(s)), otf.random_batch(1024, 64, seed=9, step=s, device=TARGET))
+
+
+if __name__ == "__main__":
+    unittest.main()
