@@ -26,6 +26,7 @@ import numpy as np  # noqa: E402
 
 import tf_onthefly.jax as otf  # noqa: E402
 
+SDK_OPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sdk_ops", "_sdk_test_ops.so")
 TARGET = jax.devices("cuda" if DEVICE == "gpu" else "cpu")[0]
 try:
     from jax import shard_map as _shard_map  # JAX >= 0.8
@@ -56,9 +57,9 @@ class JaxTest(unittest.TestCase):
         self.assertNotIn("tensorflow", sys.modules)
 
     def test_generators_and_signatures(self):
-        self.assertEqual(
-            set(otf.GENERATORS),
+        self.assertLessEqual(
             {"drift_walk", "procedural_shapes", "random_batch", "random_walk", "tabular_mixture", "teacher_task"},
+            set(otf.GENERATORS),
         )
         sig = str(otf.random_batch.__signature__)
         self.assertTrue(sig.startswith("(batch_size, feature_dim, seed, step, *, distribution='uniform'"), sig)
@@ -146,6 +147,17 @@ class JaxTest(unittest.TestCase):
             jax.config.update("jax_enable_x64", False)
         with self.assertRaisesRegex(ValueError, r"OnTheFly>RandomBatch: output labels \(int64\) needs 64-bit types"):
             otf.random_batch(8, 2, seed=1, step=0, label_dtype=jnp.int64)
+
+    @unittest.skipUnless(os.path.exists(SDK_OPS), "the SDK's test library is built by Bazel")
+    def test_generators_of_ones_own(self):
+        added = otf.load_generators(SDK_OPS)
+        self.assertIn("sdk_test_add_rows", added)
+        self.assertIs(otf.sdk_test_add_rows, added["sdk_test_add_rows"])
+        rows = np.arange(12, dtype=np.float32).reshape(4, 3)
+        (out,) = jax.jit(lambda r, s: otf.sdk_test_add_rows(4, 3, r, seed=5, step=s))(rows, jnp.int32(2))
+        (want,) = otf.CORE.configure("OnTheFly>SdkTestAddRows", batch_size=4, width=3).run_cpu(5, 2, inputs=[rows])
+        same((out,), (want,))
+        self.assertEqual(otf.load_generators(SDK_OPS), {})  # loaded once
 
     def test_errors_name_the_op_and_the_argument(self):
         core_error = otf._core.CoreError

@@ -134,6 +134,21 @@ class Core:
         text = self._string(self.lib.tf_onthefly_core_take_registration_errors())
         return text.split("\n") if text else []
 
+    def check_registrations(self, what: str):
+        """Raises ImportError for every registration the core refused while `what` loaded."""
+        errors = self.take_registration_errors()
+        if errors:
+            raise ImportError(
+                f"{what}: the tf_onthefly core refused {len(errors)} registration(s):\n" + "\n".join(errors)
+            )
+
+    def load_library(self, path: str):
+        """Loads a library of generators built against the core (its static initialisers
+        register them into it); a refused registration (another SDK ABI or counter contract)
+        is an ImportError naming the library and what differs."""
+        ctypes.CDLL(os.path.abspath(path))
+        self.check_registrations(path)
+
     def configure(self, op: str, **attrs) -> "Call":
         """Op `op`'s attribute checks on `attrs` (defaults fill in the rest), once."""
         handle = ctypes.c_void_p()

@@ -49,6 +49,15 @@ ADJUSTMENTS = {
 }
 
 
+def _default(attr: dict):
+    """An attribute's default as the spec writes it: a float's as its literal (`max_size:
+    float = 0.7` -> 0.7; the JSON value is the float32 it becomes, 0.699999988)."""
+    value = attr.get("default")
+    if attr["type"] == "float" and value is not None:
+        return float(attr["spec"].split("=", 1)[1])
+    return value
+
+
 def python_name(op: str) -> str:
     """OnTheFly>RandomBatch -> random_batch."""
     return re.sub(r"(?<!^)(?=[A-Z])", "_", op.split(">")[-1]).lower()
@@ -89,7 +98,7 @@ class Spec:
         attrs = {a["name"]: a for a in generator["attrs"] if a["name"] not in COMMON_ATTRS}
         inputs = {i["name"]: i for i in generator["inputs"] if i["name"] not in COMMON_INPUTS}
         required = [n for n, a in attrs.items() if "default" not in a and n not in adjustment.defaults]
-        keywords = {n: adjustment.defaults.get(n, a.get("default")) for n, a in attrs.items() if n not in required}
+        keywords = {n: adjustment.defaults.get(n, _default(a)) for n, a in attrs.items() if n not in required}
         keywords.update(adjustment.options)
         keywords.update(first_sample=0, num_samples=None, name=None)
         return cls(

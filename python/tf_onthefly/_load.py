@@ -64,13 +64,6 @@ def _next_minor(version: str) -> str:
     return f"{major}.{int(m) + 1}"
 
 
-def _check_registrations(what):
-    """Raises ImportError for every registration the core refused while `what` loaded."""
-    errors = core.take_registration_errors()
-    if errors:
-        raise ImportError(f"{what}: the tf_onthefly core refused {len(errors)} registration(s):\n" + "\n".join(errors))
-
-
 VARIANT = variant_for()
 # XLA kernels (jit_compile) exist in the op libraries for TensorFlow 2.20 on.
 HAS_XLA = VARIANT["xla"]
@@ -78,7 +71,7 @@ HAS_XLA = VARIANT["xla"]
 # over it, which registers an op for each of them; the op library finds the core, loaded
 # already, by its name.
 core = _core.Core(os.path.join(os.path.dirname(VARIANT["library"]), _core.LIBRARY))
-_check_registrations(core.path)
+core.check_registrations(core.path)
 ops = tf.load_op_library(VARIANT["library"])
 
 
@@ -118,6 +111,5 @@ def load_generator_library(path: str) -> object:
     them into it), registers their TensorFlow ops and returns the module of their Python
     functions. A refused registration (another SDK ABI or counter contract) is an ImportError
     naming the library and what differs."""
-    ctypes.CDLL(os.path.abspath(path))
-    _check_registrations(path)
+    core.load_library(path)
     return op_wrappers(register_tensorflow_ops())

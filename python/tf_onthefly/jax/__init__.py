@@ -215,5 +215,14 @@ def _add_generators():
     return GENERATORS
 
 
+def load_generators(path: str) -> dict:
+    """Loads a library of generators built with the SDK (docs/writing-a-generator.md) and
+    returns {name: function} of the JAX functions of those it added (also in GENERATORS
+    and this module). A refused registration is an ImportError naming what differs."""
+    before = set(GENERATORS)
+    CORE.load_library(path)
+    return {n: f for n, f in _add_generators().items() if n not in before}
+
+
 _add_generators()
-__all__ = sorted(GENERATORS) + ["GENERATORS"]
+__all__ = sorted(GENERATORS) + ["GENERATORS", "load_generators"]

@@ -119,20 +119,25 @@ def _run_op(op, seed, step, sample_offset, inputs, first_sample, attrs):
             p.handle, ctypes.byref(args), stream, scratch.data_ptr() if scratch is not None else None, p.scratch
         )
     CORE.check(code)
-    return tuple(outs)
+    return _results(outs)
 
 
 def _fake_op(op, seed, step, sample_offset, inputs, first_sample, attrs):
     """Shapes and dtypes only (torch.compile, meta tensors): from the core's configure."""
-    return tuple(step.new_empty(shape, dtype=dtype) for shape, dtype in _prepared(op, attrs).outputs)
+    return _results([step.new_empty(shape, dtype=dtype) for shape, dtype in _prepared(op, attrs).outputs])
+
+
+def _results(outs):
+    """The op's results as its schema declares them: a Tensor for one output, else a tuple."""
+    return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 def _define(spec: _frontend.Spec):
     """tf_onthefly::<name>(seed, step, sample_offset, inputs, first_sample, attrs) -> outputs."""
-    results = ", ".join("Tensor" for _ in spec.outputs)
+    results = "Tensor" if len(spec.outputs) == 1 else "(" + ", ".join("Tensor" for _ in spec.outputs) + ")"
     _LIBRARY.define(
         f"{spec.name}(Tensor seed, Tensor step, Tensor? sample_offset, Tensor[] inputs, int first_sample, "
-        f"str attrs) -> ({results})"
+        f"str attrs) -> {results}"
     )
     qualified = f"{NAMESPACE}::{spec.name}"
     run = functools.partial(_run_op, spec.op)
@@ -262,7 +267,7 @@ def _function(spec: _frontend.Spec, op):
             first,
             attrs,
         )
-        return spec.returned(outs, options)
+        return spec.returned(outs if isinstance(outs, tuple) else (outs,), options)
 
     function = _frontend.make_function(spec, run, "PyTorch", dtype_default=lambda n: _TORCH_DTYPES[n])
     function.__signature__ = function.__signature__.replace(
@@ -287,5 +292,14 @@ def _add_generators():
     return GENERATORS
 
 
+def load_generators(path: str) -> dict:
+    """Loads a library of generators built with the SDK (docs/writing-a-generator.md) and
+    returns {name: function} of the PyTorch functions of those it added (also in GENERATORS
+    and this module). A refused registration is an ImportError naming what differs."""
+    before = set(GENERATORS)
+    CORE.load_library(path)
+    return {n: f for n, f in _add_generators().items() if n not in before}
+
+
 _add_generators()
-__all__ = sorted(GENERATORS) + ["GENERATORS"]
+__all__ = sorted(GENERATORS) + ["GENERATORS", "load_generators"]
