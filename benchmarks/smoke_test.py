@@ -27,6 +27,8 @@ CPU_RUNS = [
     ("launcher_generators", ["--smoke", "--sdk-test-ops", "{sdk_test_ops}"]),
     ("rates", ["--mib=1", "--repeats=1", "--unroll=2"]),
     ("peer_rates", ["--smoke"]),
+    ("frameworks", ["jax", "--smoke"]),
+    ("frameworks", ["torch", "--smoke"]),
     ("ptx_paths", ["--smoke", "--ptx", "{test_ptx}"]),
     ("soak", ["--smoke", "--quiet"]),
     ("from_python_copy", ["--smoke"]),

@@ -1,0 +1,273 @@
+"""tf_onthefly's JAX and PyTorch front ends next to their framework's own random numbers and
+to the TensorFlow op: generation rates at several sizes and the cost of one call in a
+compiled loop, side by side in one run per framework.
+
+    python -m benchmarks.frameworks jax   [--mib=256,1024,4096] [--rounds=2] [--json=FILE] [--smoke]
+    python -m benchmarks.frameworks torch [--mib=256,1024,4096] [--rounds=2] [--json=FILE] [--smoke]
+
+jax:   tf_onthefly.jax.random_batch (uniform float32 features) against jax.random.uniform
+       (threefry and rbg keys) and the TensorFlow op; per call in a jax.jit fori_loop of
+       small batches against jax.random.uniform (fold_in of the loop index).
+torch: tf_onthefly.torch.random_batch (uniform and normal) against torch.rand/torch.randn
+       and the TensorFlow op; per call of small batches eagerly, under torch.compile and
+       replayed from a CUDA graph (mode="reduce-overhead"), against torch.rand the same way.
+
+Every part runs in a process of its own (`--part`), on the first GPU where there is one:
+no framework shares a process or the GPU's memory with another (a CUDA 13 PyTorch cannot
+follow TensorFlow into a process). A rate is the median over `repeats` calls of `unroll`
+outputs back to back, then one synchronisation (tf_onthefly/bench/timing.py), in GB/s of
+bytes written (features and labels: [n, 1024] and [n, 1]); the parts run in `rounds`
+rounds, one after the other, and each ratio is given as the median of the rounds' ratios
+with the range of the rounds and the within-run spreads added.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+from benchmarks.peers.common import timing
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WIDTH = 1024  # features per row: a row of [n, 1024] float32 features is 4 KiB
+SMALL = (16, 16)  # the per-call batch: 256 floats
+LOOP = 1000  # calls per compiled loop
+
+PARTS = {
+    "jax": ["otf-jax", "jax-threefry", "jax-rbg", "tensorflow"],
+    "torch": ["otf-torch", "torch", "tensorflow"],
+}
+
+
+def _rows(mib):
+    return max(1, (mib << 20) // (4 * WIDTH))
+
+
+def _rate(generate, sync, nbytes, args):
+    def call():
+        out = None
+        for _ in range(args.unroll):
+            out = generate()
+        sync(out)
+
+    s = timing.summary(timing.call_times(call, args.repeats, warmup=1))
+    return dict(gb_per_s=nbytes * args.unroll / s["median"] / 1e9, spread=s["spread"])
+
+
+def _per_call(run_loop, args):
+    """Microseconds per call of a loop of LOOP calls (its median and spread)."""
+    s = timing.summary(timing.call_times(run_loop, args.repeats, warmup=1))
+    return dict(us=s["median"] / LOOP * 1e6, spread=s["spread"])
+
+
+def part_jax(name, args):
+    import itertools
+
+    import jax
+    import jax.numpy as jnp
+
+    out = {}
+    sync = jax.block_until_ready
+    if name == "otf-jax":
+        import tf_onthefly.jax as otf
+
+        for mib in args.sizes:
+            rows = _rows(mib)
+            f = jax.jit(lambda s, rows=rows: otf.random_batch(rows, WIDTH, seed=1, step=s))
+            steps = itertools.count()
+            out[f"{mib}"] = _rate(lambda f=f: f(jnp.int32(next(steps))), sync, rows * (WIDTH + 1) * 4, args)
+
+        @jax.jit
+        def loop():
+            body = lambda i, acc: acc + otf.random_batch(*SMALL, seed=1, step=i)[0][0, 0]  # noqa: E731
+            return jax.lax.fori_loop(0, LOOP, body, jnp.float32(0))
+
+        out["per_call"] = _per_call(lambda: loop().block_until_ready(), args)
+    else:
+        key = jax.random.key(1, impl={"jax-threefry": "threefry2x32", "jax-rbg": "rbg"}[name])
+        for mib in args.sizes:
+            rows = _rows(mib)
+            f = jax.jit(lambda k, rows=rows: jax.random.uniform(k, (rows, WIDTH + 1), jnp.float32))
+            keys = itertools.cycle(jax.random.split(key, 64))
+            out[f"{mib}"] = _rate(lambda f=f: f(next(keys)), sync, rows * (WIDTH + 1) * 4, args)
+
+        @jax.jit
+        def loop():
+            body = lambda i, acc: acc + jax.random.uniform(jax.random.fold_in(key, i), SMALL)[0, 0]  # noqa: E731
+            return jax.lax.fori_loop(0, LOOP, body, jnp.float32(0))
+
+        out["per_call"] = _per_call(lambda: loop().block_until_ready(), args)
+    out["device"] = str(jax.devices()[0])
+    return out
+
+
+def part_torch(name, args):
+    import torch
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    sync = (lambda _: torch.cuda.synchronize()) if device.type == "cuda" else (lambda _: None)
+    out = {"device": str(device)}
+    steps = [torch.tensor(s, dtype=torch.int64, device=device) for s in range(64)]
+    if name == "otf-torch":
+        import tf_onthefly.torch as otf
+
+        for distribution in ("uniform", "normal"):
+            for mib in args.sizes:
+                rows = _rows(mib)
+                it = iter(range(1 << 40))
+                out[f"{distribution} {mib}"] = _rate(
+                    lambda rows=rows, d=distribution: otf.random_batch(
+                        rows, WIDTH, seed=1, step=steps[next(it) % 64], distribution=d
+                    ),
+                    sync,
+                    rows * (WIDTH + 1) * 4,
+                    args,
+                )
+        one = lambda s: otf.random_batch(*SMALL, seed=1, step=s)  # noqa: E731
+    else:
+        for distribution, fn in (("uniform", torch.rand), ("normal", torch.randn)):
+            for mib in args.sizes:
+                rows = _rows(mib)
+                out[f"{distribution} {mib}"] = _rate(
+                    lambda rows=rows, fn=fn: fn((rows, WIDTH + 1), device=device), sync, rows * (WIDTH + 1) * 4, args
+                )
+        one = lambda s: torch.rand(SMALL, device=device)  # noqa: E731
+
+    def loop_of(call):
+        def run():
+            for i in range(LOOP):
+                call(steps[i % 64])
+            sync(None)
+
+        return run
+
+    out["per_call eager"] = _per_call(loop_of(one), args)
+    compiled = torch.compile(one, fullgraph=True)
+    out["per_call compiled"] = _per_call(loop_of(compiled), args)
+    if device.type == "cuda":
+        graphed = torch.compile(one, mode="reduce-overhead", fullgraph=True)
+        out["per_call cuda graph"] = _per_call(loop_of(graphed), args)
+    return out
+
+
+def part_tensorflow(args):
+    import tensorflow as tf
+
+    import tf_onthefly
+
+    gpus = tf.config.list_physical_devices("GPU")
+    for g in gpus:
+        tf.config.experimental.set_memory_growth(g, True)
+    out = {"device": "GPU" if gpus else "CPU"}
+    sync = lambda o: o[0][0, 0].numpy()  # noqa: E731 - waits for the op (same stream)
+    steps = [tf.constant(s, tf.int64) for s in range(64)]
+    for distribution in ("uniform", "normal"):
+        for mib in args.sizes:
+            rows = _rows(mib)
+            it = iter(range(1 << 40))
+            out[f"{distribution} {mib}"] = _rate(
+                lambda rows=rows, d=distribution: tf_onthefly.random_batch(
+                    rows, WIDTH, seed=1, step=steps[next(it) % 64], distribution=d
+                ),
+                sync,
+                rows * (WIDTH + 1) * 4,
+                args,
+            )
+    return out
+
+
+def run_part(part, args):
+    cmd = [sys.executable, "-m", "benchmarks.frameworks", args.framework, f"--part={part}", f"--mib={args.mib}"]
+    cmd += [f"--repeats={args.repeats}", f"--unroll={args.unroll}"] + (["--smoke"] if args.smoke else [])
+    env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false", TF_CPP_MIN_LOG_LEVEL="2")
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
+    if done.returncode != 0:
+        raise RuntimeError(f"part {part} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def ratio(rounds, ours, theirs, key, field, invert=False):
+    """Median over rounds of ours/theirs (theirs/ours with invert: costs), the rounds' range
+    and the within-run spreads added."""
+    values = []
+    spread = 0.0
+    for r in rounds:
+        a, b = r[ours][key], r[theirs][key]
+        values.append(b[field] / a[field] if invert else a[field] / b[field])
+        spread = max(spread, a["spread"] + b["spread"])
+    return dict(ratio=statistics.median(values), low=min(values), high=max(values), spread=spread)
+
+
+def report(framework, rounds, args):
+    ours = PARTS[framework][0]
+    lines, table = [], []
+    sizes = args.sizes
+    if framework == "jax":
+        comparisons = [(peer, f"{mib}", f"{mib}") for peer in ("jax-threefry", "jax-rbg") for mib in sizes]
+        comparisons += [("tensorflow", f"{mib}", f"uniform {mib}") for mib in sizes]
+    else:
+        comparisons = [
+            (peer, f"{d} {mib}", f"{d} {mib}")
+            for peer in ("torch", "tensorflow")
+            for d in ("uniform", "normal")
+            for mib in sizes
+        ]
+    for peer, key, peer_key in comparisons:
+        pairs = [{ours: r[ours], peer: {**r[peer], key: r[peer][peer_key]}} for r in rounds]
+        q = ratio(pairs, ours, peer, key, "gb_per_s")
+        rate = statistics.median(r[ours][key]["gb_per_s"] for r in rounds)
+        theirs = statistics.median(r[peer][peer_key]["gb_per_s"] for r in rounds)
+        table.append(dict(ours=ours, peer=peer, what=key, gb_per_s=rate, peer_gb_per_s=theirs, **q))
+        lines.append(
+            f"{key + ' MiB':>16s}  {ours} {rate:8.1f} GB/s  {peer:13s} {theirs:8.1f} GB/s  "
+            f"ratio {q['ratio']:.3f} (rounds {q['low']:.3f}-{q['high']:.3f}, spread {q['spread']:.1%})"
+        )
+    costs = [k for k in rounds[0][ours] if k.startswith("per_call")]
+    peers = ["jax-threefry", "jax-rbg"] if framework == "jax" else ["torch"]
+    for k in costs:
+        for peer in peers:
+            a = statistics.median(r[ours][k]["us"] for r in rounds)
+            b = statistics.median(r[peer][k]["us"] for r in rounds)
+            table.append(dict(ours=ours, peer=peer, what=k, us=a, peer_us=b, difference_us=a - b))
+            lines.append(f"{k:>24s}  {ours} {a:8.2f} us  {peer:13s} {b:8.2f} us  difference {a - b:+.2f} us")
+    return lines, table
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("framework", choices=sorted(PARTS))
+    ap.add_argument("--part", help="(internal) run one part in this process, print its JSON")
+    ap.add_argument("--mib", default="256,1024,4096", help="output sizes, MiB of float32 features")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--unroll", type=int, default=10)
+    ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--smoke", action="store_true", help="toy sizes on any device, to keep the script working")
+    args = ap.parse_args()
+    if args.smoke:
+        args.mib, args.rounds, args.repeats, args.unroll = "1", 1, 2, 2
+        global LOOP
+        LOOP = 20
+    args.sizes = [int(m) for m in args.mib.split(",")]
+    if args.part:
+        result = (
+            part_tensorflow(args)
+            if args.part == "tensorflow"
+            else (part_jax(args.part, args) if args.framework == "jax" else part_torch(args.part, args))
+        )
+        print(json.dumps(result))
+        return
+    rounds = [{part: run_part(part, args) for part in PARTS[args.framework]} for _ in range(args.rounds)]
+    devices = {part: rounds[0][part]["device"] for part in PARTS[args.framework]}
+    lines, table = report(args.framework, rounds, args)
+    print(f"{args.framework}: {args.rounds} rounds, devices {devices}")
+    print("\n".join(lines))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(framework=args.framework, devices=devices, rounds=rounds, results=table), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
