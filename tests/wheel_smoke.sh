@@ -16,6 +16,11 @@ trap 'rm -rf "$work"' EXIT
 bash build_pip_pkg.sh "$work/dist" >/dev/null
 wheel=$(ls "$work"/dist/tf_onthefly-*.whl)
 echo "wheel: $(basename "$wheel") ($(du -k "$wheel" | cut -f1) KiB)"
+# The JAX range the wheel's handlers (XLA FFI API 0.1) serve, ends tested (docs/jax.md); the
+# PyTorch build installed for the CPU.
+JAX_OLDEST=0.5.0
+JAX_NEWEST=0.10.2
+TORCH_VERSION=2.13.0
 read -r oldest newest < <(python3 -c "exec(open('tf_ops/tf_versions.bzl').read()); print(TF_VERSIONS[0], TF_VERSIONS[-1])")
 export TF_CPP_MIN_LOG_LEVEL=2
 # venv name, TensorFlow requirement, the wheel's extra, what info must say of the GPU kernels
@@ -42,9 +47,27 @@ done
 # An unsupported TensorFlow (faked in a fresh interpreter): ImportError at import, naming the
 # range and the installed TensorFlow's own distribution (tensorflow-cpu here).
 py="$work/venv-cpu-$newest/bin/python"
-out=$(cd "$work" && "$py" -c "import tensorflow as tf; tf.__version__ = '2.15.1'; import tf_onthefly" 2>&1 || true)
+out=$(cd "$work" && "$py" -c "import tensorflow as tf; tf.__version__ = '2.15.1'; import tf_onthefly; tf_onthefly.random_batch" 2>&1 || true)
 echo "$out" | grep -q "ImportError: tf_onthefly has op libraries for TensorFlow 2.16 to 2.21" \
   || { echo "unsupported version not reported as expected:"; echo "$out"; exit 1; }
 echo "$out" | grep -q "pip install 'tensorflow-cpu>=2.16,<2.22'" || { echo "no fix named: $out"; exit 1; }
 echo "unsupported check: $(echo "$out" | grep "^ImportError")"
+# The JAX and PyTorch front ends, each in a fresh environment without TensorFlow: the oldest
+# and newest supported JAX (docs/jax.md) and PyTorch (CPU builds), wheel[jax] / wheel[torch];
+# their tests (every golden batch, jit/vmap/shard_map, torch.compile) from the checkout.
+for requirement in "jax==$JAX_OLDEST jaxlib==$JAX_OLDEST|jax|jax_test.py" "jax==$JAX_NEWEST jaxlib==$JAX_NEWEST|jax|jax_test.py" \
+  "torch==$TORCH_VERSION|torch|torch_test.py"; do
+  IFS='|' read -r pins extra test <<<"$requirement"
+  venv="$work/venv-${pins%% *}"
+  python3 -m venv "$venv"
+  # shellcheck disable=SC2086 # the pins are separate words
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check $pins "${wheel}[$extra]"
+  echo "== $pins, tf_onthefly[$extra], no TensorFlow"
+  if "$venv/bin/python" -m pip show -q tensorflow >/dev/null 2>&1; then echo "FAIL: tf_onthefly[$extra] pulled in tensorflow"; exit 1; fi
+  out=$(cd "$work" && "$venv/bin/python" -c "import tf_onthefly; tf_onthefly.random_batch" 2>&1 || true)
+  echo "$out" | grep -q "ImportError: tf_onthefly's TensorFlow ops need TensorFlow, which is not installed: pip install 'tf-onthefly\[gpu\]'" \
+    || { echo "no clear ImportError for a TensorFlow name without TensorFlow: $out"; exit 1; }
+  (cd "$work" && "$venv/bin/python" "$OLDPWD/tests/$test" 2>&1 | tail -3)
+  (cd "$work" && "$venv/bin/python" "$OLDPWD/tests/framework_batches.py" --framework="$extra" >/dev/null)
+done
 echo "wheel smoke test: OK"
