@@ -168,8 +168,8 @@ class TorchTest(unittest.TestCase):
         static = {}
 
         def body():
-            static["out"] = otf.random_batch(256, 16, seed=[1, 2], step=step) + otf.drift_walk(
-                8, 5000, [0.4, 0.6], seed=3, step=step
+            static["out"] = otf.random_batch(256, 16, seed=[1, 2], step=step) + otf.teacher_task(
+                64, 8, seed=3, step=step
             )
 
         side = torch.cuda.Stream()
@@ -183,8 +183,8 @@ class TorchTest(unittest.TestCase):
         for s in (5, 6, 2**40):
             step.fill_(s)
             graph.replay()
-            want = otf.random_batch(256, 16, seed=[1, 2], step=s, device=TARGET) + otf.drift_walk(
-                8, 5000, [0.4, 0.6], seed=3, step=s, device=TARGET
+            want = otf.random_batch(256, 16, seed=[1, 2], step=s, device=TARGET) + otf.teacher_task(
+                64, 8, seed=3, step=s, device=TARGET
             )
             same(static["out"], want)
         compiled = torch.compile(

@@ -92,6 +92,12 @@ def _run_op(op, seed, step, sample_offset, inputs, first_sample, attrs):
     the core on the CPU (rows over torch's intra-op threads) or on the current stream."""
     p = _prepared(op, attrs)
     device = step.device
+    for name, t in (("seed", seed), ("step", step), ("sample_offset", sample_offset)):
+        if t is not None and (t.dtype != torch.int64 or t.device != device or not t.is_contiguous()):
+            raise ValueError(
+                f"{op}: {name} must be a contiguous int64 tensor on the step's device ({device}), "
+                f"got {t.dtype} on {t.device}"
+            )
     outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in p.outputs]
     args = _core.RunArgs(
         struct_size=ctypes.sizeof(_core.RunArgs),
@@ -103,6 +109,10 @@ def _run_op(op, seed, step, sample_offset, inputs, first_sample, attrs):
         num_inputs=len(inputs),
     )
     for i, x in enumerate(inputs):
+        if x.device != device or not x.is_contiguous():
+            raise ValueError(
+                f"{op}: input {i} must be a contiguous tensor on the step's device ({device}), got {x.device}"
+            )
         args.inputs[i] = x.data_ptr()
         args.input_dtypes[i] = _core.DTYPES[_NAMES[x.dtype]]
         args.input_ranks[i] = x.dim()
