@@ -22,7 +22,9 @@ import numpy as np
 
 from tf_onthefly import _core, _frontend
 
-ffi = jax.ffi  # JAX 0.5 on
+if not hasattr(jax, "ffi"):
+    raise ImportError(f"tf_onthefly.jax needs JAX 0.5 or newer (jax.ffi); JAX {jax.__version__} is installed")
+ffi = jax.ffi
 
 CORE = _core.Core()
 

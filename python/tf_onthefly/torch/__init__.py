@@ -159,9 +159,12 @@ def _define(spec: _frontend.Spec):
 
 def _words(value, arg: str, device: torch.device, shapes=((),)) -> torch.Tensor:
     """A seed, step or sample offset as an int64 tensor on `device`: a Python integer (a seed
-    pair) as a 64-bit word (cached per device: no copy per call); an integer tensor widened as
-    TensorFlow's cast would."""
+    pair) as a 64-bit word (made once per value and device: a call copies nothing to the
+    device, and a CUDA graph captured after the first call finds it made); an integer tensor
+    widened as TensorFlow's cast would."""
     if isinstance(value, torch.Tensor):
+        if value.dtype == torch.int64 and value.device == device and tuple(value.shape) in shapes:
+            return value
         if value.dtype.is_floating_point or value.dtype.is_complex or value.dtype == torch.bool:
             raise ValueError(f"{arg} must be an integer tensor, got dtype {value.dtype}")
         if tuple(value.shape) not in shapes:
@@ -169,8 +172,19 @@ def _words(value, arg: str, device: torch.device, shapes=((),)) -> torch.Tensor:
                 f"{arg} must have shape {' or '.join(str(list(s)) for s in shapes)}, got {list(value.shape)}"
             )
         return value.to(device=device, dtype=torch.int64)
-    words = _python_words(value, arg, shapes)
-    return _constant(words, device) if isinstance(words, tuple) else _scalar(words, device)
+    if isinstance(value, (list, tuple)):
+        value, kinds = tuple(value), tuple(type(v) for v in value)
+    else:
+        kinds = type(value)
+    try:
+        return _word_tensor(value, kinds, arg, shapes, device)  # kinds: 1 and True are not the same
+    except TypeError:  # unhashable (a NumPy array): converted every call
+        return _word_tensor.__wrapped__(value, kinds, arg, shapes, device)
+
+
+@functools.lru_cache(maxsize=4096)
+def _word_tensor(value, kinds, arg, shapes, device) -> torch.Tensor:
+    return torch.tensor(_python_words(value, arg, shapes), dtype=torch.int64, device=device)
 
 
 @torch.compiler.assume_constant_result
@@ -183,18 +197,6 @@ def _python_words(value, arg, shapes):
     if tuple(words.shape) not in shapes:
         raise ValueError(f"{arg} must have shape {' or '.join(str(list(s)) for s in shapes)}, got {list(words.shape)}")
     return tuple(words.tolist()) if words.shape else int(words)
-
-
-# Tensors of Python seeds and steps, made once per value and device: a call then copies
-# nothing to the device, and a CUDA graph captured after the first call finds them made.
-@functools.lru_cache(maxsize=4096)
-def _constant(words: tuple, device: torch.device) -> torch.Tensor:
-    return torch.tensor(words, dtype=torch.int64, device=device)
-
-
-@functools.lru_cache(maxsize=4096)
-def _scalar(word: int, device: torch.device) -> torch.Tensor:
-    return torch.tensor(word, dtype=torch.int64, device=device)
 
 
 def _input(value, arg: str, want: str, device: torch.device, op: str) -> torch.Tensor:
