@@ -28,7 +28,7 @@ import statistics
 import subprocess
 import sys
 
-from benchmarks.peers.common import timing
+from benchmarks.peers.common import seconds_per_output, timing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WIDTH = 1024  # features per row: a row of [n, 1024] float32 features is 4 KiB
@@ -46,14 +46,19 @@ def _rows(mib):
 
 
 def _rate(generate, sync, nbytes, args):
-    def call():
-        out = None
-        for _ in range(args.unroll):
-            out = generate()
-        sync(out)
+    seconds, spread = seconds_per_output(generate, sync, args)
+    return dict(gb_per_s=nbytes / seconds / 1e9, spread=spread)
 
-    s = timing.summary(timing.call_times(call, args.repeats, warmup=1))
-    return dict(gb_per_s=nbytes * args.unroll / s["median"] / 1e9, spread=s["spread"])
+
+def _rates(out, batch, sync, args, distributions=("uniform", "normal")):
+    """out["<distribution> <MiB>"]: the rate of `batch(rows, distribution, step)` for each
+    size, over 64 steps in turn."""
+    for distribution in distributions:
+        for mib in args.sizes:
+            rows, steps = _rows(mib), iter(range(1 << 40))
+            out[f"{distribution} {mib}"] = _rate(
+                lambda rows=rows, d=distribution: batch(rows, d, next(steps) % 64), sync, rows * (WIDTH + 1) * 4, args
+            )
 
 
 def _per_call(run_loop, args):
@@ -63,8 +68,6 @@ def _per_call(run_loop, args):
 
 
 def part_jax(name, args):
-    import itertools
-
     import jax
     import jax.numpy as jnp
 
@@ -73,11 +76,11 @@ def part_jax(name, args):
     if name == "otf-jax":
         import tf_onthefly.jax as otf
 
-        for mib in args.sizes:
-            rows = _rows(mib)
-            f = jax.jit(lambda s, rows=rows: otf.random_batch(rows, WIDTH, seed=1, step=s))
-            steps = itertools.count()
-            out[f"{mib}"] = _rate(lambda f=f: f(jnp.int32(next(steps))), sync, rows * (WIDTH + 1) * 4, args)
+        jitted = {
+            mib: jax.jit(lambda s, rows=_rows(mib): otf.random_batch(rows, WIDTH, seed=1, step=s)) for mib in args.sizes
+        }
+        by_rows = {_rows(mib): f for mib, f in jitted.items()}
+        _rates(out, lambda rows, d, i: by_rows[rows](jnp.int32(i)), sync, args, ("uniform",))
 
         @jax.jit
         def loop():
@@ -87,11 +90,12 @@ def part_jax(name, args):
         out["per_call"] = _per_call(lambda: loop().block_until_ready(), args)
     else:
         key = jax.random.key(1, impl={"jax-threefry": "threefry2x32", "jax-rbg": "rbg"}[name])
-        for mib in args.sizes:
-            rows = _rows(mib)
-            f = jax.jit(lambda k, rows=rows: jax.random.uniform(k, (rows, WIDTH + 1), jnp.float32))
-            keys = itertools.cycle(jax.random.split(key, 64))
-            out[f"{mib}"] = _rate(lambda f=f: f(next(keys)), sync, rows * (WIDTH + 1) * 4, args)
+        keys = jax.random.split(key, 64)
+        by_rows = {
+            _rows(mib): jax.jit(lambda k, rows=_rows(mib): jax.random.uniform(k, (rows, WIDTH + 1), jnp.float32))
+            for mib in args.sizes
+        }
+        _rates(out, lambda rows, d, i: by_rows[rows](keys[i]), sync, args, ("uniform",))
 
         @jax.jit
         def loop():
@@ -113,26 +117,11 @@ def part_torch(name, args):
     if name == "otf-torch":
         import tf_onthefly.torch as otf
 
-        for distribution in ("uniform", "normal"):
-            for mib in args.sizes:
-                rows = _rows(mib)
-                it = iter(range(1 << 40))
-                out[f"{distribution} {mib}"] = _rate(
-                    lambda rows=rows, d=distribution: otf.random_batch(
-                        rows, WIDTH, seed=1, step=steps[next(it) % 64], distribution=d
-                    ),
-                    sync,
-                    rows * (WIDTH + 1) * 4,
-                    args,
-                )
+        _rates(out, lambda rows, d, i: otf.random_batch(rows, WIDTH, seed=1, step=steps[i], distribution=d), sync, args)
         one = lambda s: otf.random_batch(*SMALL, seed=1, step=s)  # noqa: E731
     else:
-        for distribution, fn in (("uniform", torch.rand), ("normal", torch.randn)):
-            for mib in args.sizes:
-                rows = _rows(mib)
-                out[f"{distribution} {mib}"] = _rate(
-                    lambda rows=rows, fn=fn: fn((rows, WIDTH + 1), device=device), sync, rows * (WIDTH + 1) * 4, args
-                )
+        peers = {"uniform": torch.rand, "normal": torch.randn}
+        _rates(out, lambda rows, d, i: peers[d]((rows, WIDTH + 1), device=device), sync, args)
         one = lambda s: torch.rand(SMALL, device=device)  # noqa: E731
 
     def loop_of(call):
@@ -163,18 +152,9 @@ def part_tensorflow(args):
     out = {"device": "GPU" if gpus else "CPU"}
     sync = lambda o: o[0][0, 0].numpy()  # noqa: E731 - waits for the op (same stream)
     steps = [tf.constant(s, tf.int64) for s in range(64)]
-    for distribution in ("uniform", "normal"):
-        for mib in args.sizes:
-            rows = _rows(mib)
-            it = iter(range(1 << 40))
-            out[f"{distribution} {mib}"] = _rate(
-                lambda rows=rows, d=distribution: tf_onthefly.random_batch(
-                    rows, WIDTH, seed=1, step=steps[next(it) % 64], distribution=d
-                ),
-                sync,
-                rows * (WIDTH + 1) * 4,
-                args,
-            )
+    _rates(
+        out, lambda rows, d, i: tf_onthefly.random_batch(rows, WIDTH, seed=1, step=steps[i], distribution=d), sync, args
+    )
     return out
 
 
@@ -188,14 +168,13 @@ def run_part(part, args):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def ratio(rounds, ours, theirs, key, field, invert=False):
-    """Median over rounds of ours/theirs (theirs/ours with invert: costs), the rounds' range
-    and the within-run spreads added."""
+def ratio(rounds, ours, theirs, key, field):
+    """Median over rounds of ours/theirs, the rounds' range and the within-run spreads added."""
     values = []
     spread = 0.0
     for r in rounds:
         a, b = r[ours][key], r[theirs][key]
-        values.append(b[field] / a[field] if invert else a[field] / b[field])
+        values.append(a[field] / b[field])
         spread = max(spread, a["spread"] + b["spread"])
     return dict(ratio=statistics.median(values), low=min(values), high=max(values), spread=spread)
 
@@ -204,21 +183,12 @@ def report(framework, rounds, args):
     ours = PARTS[framework][0]
     lines, table = [], []
     sizes = args.sizes
-    if framework == "jax":
-        comparisons = [(peer, f"{mib}", f"{mib}") for peer in ("jax-threefry", "jax-rbg") for mib in sizes]
-        comparisons += [("tensorflow", f"{mib}", f"uniform {mib}") for mib in sizes]
-    else:
-        comparisons = [
-            (peer, f"{d} {mib}", f"{d} {mib}")
-            for peer in ("torch", "tensorflow")
-            for d in ("uniform", "normal")
-            for mib in sizes
-        ]
-    for peer, key, peer_key in comparisons:
-        pairs = [{ours: r[ours], peer: {**r[peer], key: r[peer][peer_key]}} for r in rounds]
-        q = ratio(pairs, ours, peer, key, "gb_per_s")
+    distributions = ("uniform",) if framework == "jax" else ("uniform", "normal")
+    comparisons = [(peer, f"{d} {mib}") for peer in PARTS[framework][1:] for d in distributions for mib in sizes]
+    for peer, key in comparisons:
+        q = ratio(rounds, ours, peer, key, "gb_per_s")
         rate = statistics.median(r[ours][key]["gb_per_s"] for r in rounds)
-        theirs = statistics.median(r[peer][peer_key]["gb_per_s"] for r in rounds)
+        theirs = statistics.median(r[peer][key]["gb_per_s"] for r in rounds)
         table.append(dict(ours=ours, peer=peer, what=key, gb_per_s=rate, peer_gb_per_s=theirs, **q))
         lines.append(
             f"{key + ' MiB':>16s}  {ours} {rate:8.1f} GB/s  {peer:13s} {theirs:8.1f} GB/s  "

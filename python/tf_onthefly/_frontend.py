@@ -245,3 +245,27 @@ def seed_words(value, arg: str):
     if isinstance(value, np.ndarray) and value.dtype.kind in "iu" and value.shape in ((), (2,)):
         return seed_words([int(v) for v in value.ravel()] if value.shape else int(value), arg)
     return None
+
+
+class Generators(dict):
+    """One front end's functions, name -> function, for every generator in the core: `make(spec)`
+    makes one; each is also set in `namespace` (the front end's module)."""
+
+    def __init__(self, core, make: Callable, namespace: dict):
+        super().__init__()
+        self.core, self.make, self.namespace = core, make, namespace
+        self.add_new()
+
+    def add_new(self) -> dict:
+        """Functions for the generators the core has gained; returns them."""
+        added = {n: self.make(s) for n, s in specs(self.core).items() if n not in self}
+        self.update(added)
+        self.namespace.update(added)
+        return added
+
+    def load(self, path: str) -> dict:
+        """Loads a library of generators built with the SDK (docs/writing-a-generator.md);
+        returns the functions of those it added. A refused registration is an ImportError
+        naming what differs."""
+        self.core.load_library(path)
+        return self.add_new()

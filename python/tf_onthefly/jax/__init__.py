@@ -206,25 +206,14 @@ def _function(spec: _frontend.Spec):
     return _frontend.make_function(spec, run, "JAX", dtype_default=lambda n: jnp.dtype(n).type)
 
 
-GENERATORS = {}
-
-
-def _add_generators():
-    for name, spec in _frontend.specs(CORE).items():
-        if name not in GENERATORS:
-            GENERATORS[name] = _function(spec)
-            globals()[name] = GENERATORS[name]
-    return GENERATORS
+GENERATORS = _frontend.Generators(CORE, _function, globals())
 
 
 def load_generators(path: str) -> dict:
     """Loads a library of generators built with the SDK (docs/writing-a-generator.md) and
     returns {name: function} of the JAX functions of those it added (also in GENERATORS
     and this module). A refused registration is an ImportError naming what differs."""
-    before = set(GENERATORS)
-    CORE.load_library(path)
-    return {n: f for n, f in _add_generators().items() if n not in before}
+    return GENERATORS.load(path)
 
 
-_add_generators()
 __all__ = sorted(GENERATORS) + ["GENERATORS", "load_generators"]

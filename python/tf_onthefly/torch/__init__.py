@@ -291,27 +291,22 @@ def _function(spec: _frontend.Spec, op):
     return function
 
 
-GENERATORS = {}
 _SPECS = {}
 
 
-def _add_generators():
-    for name, spec in _frontend.specs(CORE).items():
-        if name not in GENERATORS:
-            _SPECS[name] = spec
-            GENERATORS[name] = _function(spec, _define(spec))
-            globals()[name] = GENERATORS[name]
-    return GENERATORS
+def _make(spec: _frontend.Spec):
+    _SPECS[spec.name] = spec
+    return _function(spec, _define(spec))
+
+
+GENERATORS = _frontend.Generators(CORE, _make, globals())
 
 
 def load_generators(path: str) -> dict:
     """Loads a library of generators built with the SDK (docs/writing-a-generator.md) and
     returns {name: function} of the PyTorch functions of those it added (also in GENERATORS
     and this module). A refused registration is an ImportError naming what differs."""
-    before = set(GENERATORS)
-    CORE.load_library(path)
-    return {n: f for n, f in _add_generators().items() if n not in before}
+    return GENERATORS.load(path)
 
 
-_add_generators()
 __all__ = sorted(GENERATORS) + ["GENERATORS", "load_generators"]
