@@ -11,6 +11,9 @@ into this Python, or into folder D with --target). Modes:
             run twice
   rates     generation rates: the peers (peer_rates), ours next to TF's ops, a copy and
             NumPy (rates), one op's kernel timeline (op_timeline)
+  frameworks  the JAX and PyTorch front ends against jax.random, torch.rand/randn and the
+            TensorFlow op, rates and per-call cost (frameworks jax, frameworks torch; JAX or
+            PyTorch for the GPU installed next to TensorFlow)
   cost      what one op adds to a step (op_cost), with and without XLA, and what a graph
             loop's counter costs (loop_counter)
   trace     where a step's time goes, path by path (step_timeline)
@@ -37,7 +40,7 @@ import sys
 from tools.testing import gpu_run
 
 ROOT, PY = gpu_run.ROOT, gpu_run.PY
-MODES = ["bench", "rates", "cost", "trace", "copies", "mirrored", "kernels", "ptx", "soak"]
+MODES = ["bench", "rates", "frameworks", "cost", "trace", "copies", "mirrored", "kernels", "ptx", "soak"]
 
 
 def module(name, *args):
@@ -90,6 +93,11 @@ def steps(mode, args, name):
             ),
             ("op_timeline_256", module("op_timeline", "--mib=256"), 300, ROOT),
             ("op_timeline_256_steps_on_gpu", module("op_timeline", "--mib=256", "--steps_on=gpu"), 300, ROOT),
+        ]
+    if mode == "frameworks":
+        return [
+            (f"frameworks_{fw}", module("frameworks", fw, f"--json={name('frameworks_' + fw)}.json"), 600, ROOT)
+            for fw in ("jax", "torch")
         ]
     if mode == "cost":
         return [
