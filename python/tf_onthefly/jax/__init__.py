@@ -31,11 +31,12 @@ CORE = _core.Core()
 
 def _xla_ffi_api(header: str) -> int:
     """The XLA FFI API version (major * 1000 + minor) an XLA FFI c_api.h declares."""
-    parts = dict(
-        line.split()[1:3]
-        for line in open(header)
-        if line.startswith("#define XLA_FFI_API_MAJOR ") or line.startswith("#define XLA_FFI_API_MINOR ")
-    )
+    with open(header) as f:
+        parts = dict(
+            line.split()[1:3]
+            for line in f
+            if line.startswith(("#define XLA_FFI_API_MAJOR ", "#define XLA_FFI_API_MINOR "))
+        )
     return int(parts["XLA_FFI_API_MAJOR"]) * 1000 + int(parts["XLA_FFI_API_MINOR"])
 
 
