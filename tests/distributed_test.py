@@ -133,6 +133,44 @@ class MirroredTest(device_util.DeviceTestCase):
         for a, b in zip(weights[1], weights[5]):
             self.assertAllClose(a, b, rtol=1e-5, atol=1e-6)  # all-reduce order may differ in the last bits
 
+    @device_util.DeviceTestCase.require_xla
+    def test_fit_with_xla_trains_on_the_same_batches(self):
+        """jit_compile=True under the strategy: Keras would compile the function around
+        strategy.run, which spans both replicas' devices ("Trying to access resource
+        .../replica_1 ... from device CPU:0"); GeneratorModel has each replica compile its own
+        step instead. One step and four per call, fit, evaluate and predict: the data position,
+        the losses, predictions and weights of the run without XLA (up to XLA's arithmetic)."""
+        results = {}
+        for jit in [False, True]:
+            for spe in [1, 4]:
+                with self.strategy.scope():
+                    model = data.GeneratorModel(make_model(), data.sharded(gen, GLOBAL))
+                    model.compile(
+                        optimizer=tf.keras.optimizers.Adam(3e-3),
+                        steps_per_execution=spe,
+                        loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                        metrics=["accuracy"],
+                        jit_compile=jit,
+                    )
+                self.assertEqual(model.jit_compile, jit)
+                history = model.fit(data.device_dataset(ticks_per_step=2), epochs=2, steps_per_epoch=8, verbose=0)
+                self.assertEqual(int(model.data_step.numpy()), 16)
+                evaluation = model.evaluate(data.device_dataset(3, ticks_per_step=2), verbose=0)
+                prediction = model.predict(np.ones((4, 16), np.float32), verbose=0)
+                results[jit, spe] = (history.history["loss"], evaluation, prediction, model.get_weights())
+                if jit:  # compiled once for each replica, on its device
+                    self.assertEqual(model._replica_functions["forward_backward"].experimental_get_tracing_count(), 2)
+        # Other batches would move the weights by ~1e-3 a step; XLA's GPU kernels may fuse and
+        # reorder sums, so its arithmetic is given more room there.
+        tol = dict(rtol=1e-5, atol=1e-6) if device_util.device() == "cpu" else dict(rtol=1e-4, atol=1e-5)
+        for key, (loss, evaluation, prediction, weights) in results.items():
+            with self.subTest(jit=key[0], steps_per_execution=key[1]):
+                self.assertAllClose(loss, results[False, 1][0], **tol)
+                self.assertAllClose(evaluation, results[False, 1][1], **tol)
+                self.assertAllClose(prediction, results[False, 1][2], **tol)
+                for a, b in zip(weights, results[False, 1][3]):
+                    self.assertAllClose(a, b, **tol)
+
 
 def _free_ports(n):
     socks = [socket.socket() for _ in range(n)]
@@ -188,6 +226,13 @@ class MultiWorkerTest(tf.test.TestCase):
         for s in shards:
             self.assertEqual(int(s["data_step"]), 6)  # model.fit ran 6 steps on both workers
             self.assertTrue(np.isfinite(s["loss"]))
+            # jit_compile=True: each replica compiled its step, on the batches of the run without XLA
+            self.assertEqual(int(s["jit_data_step"]), 6)
+            self.assertAllClose(s["jit_loss"], s["loss"], rtol=1e-5)
+            weights = sorted(k for k in s.files if k.startswith("weight"))
+            self.assertNotEmpty(weights)
+            for k in weights:
+                self.assertAllClose(s["jit_" + k], s[k], rtol=1e-5, atol=1e-6)
 
 
 if __name__ == "__main__":

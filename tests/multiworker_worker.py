@@ -2,7 +2,8 @@
 the generator every distributed test shards (`gen`, `GLOBAL`), defined once here.
 
 Writes its replica's shard of the global batch at steps 0 and 7, and trains a few steps
-with model.fit, into OUT/worker<i>.npz.
+with model.fit, without and with XLA (jit_compile, where the op library has XLA kernels),
+into OUT/worker<i>.npz.
 """
 
 import json
@@ -13,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 import tf_onthefly
-from tf_onthefly import data
+from tf_onthefly import _load, data
 from tf_onthefly.bench import models
 
 GLOBAL = 64  # the global batch
@@ -35,16 +36,24 @@ def main(out):
         result[f"features{step}"] = strategy.experimental_local_results(f)[0].numpy()
         result[f"labels{step}"] = strategy.experimental_local_results(l)[0].numpy()
 
-    with strategy.scope():
-        tf.keras.utils.set_random_seed(0)
-        net = models.mlp(16, 4, hidden=(8,))
-        model = data.GeneratorModel(net, shard)
-        model.compile(optimizer="adam", loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    hist = model.fit(
-        data.device_dataset(ticks_per_step=strategy.num_replicas_in_sync), epochs=2, steps_per_epoch=3, verbose=0
-    )
-    result["data_step"] = np.array(int(model.data_step.numpy()))
-    result["loss"] = np.array(hist.history["loss"][-1])
+    ticks = data.device_dataset(ticks_per_step=strategy.num_replicas_in_sync)
+    # With and without XLA (each replica compiles its own step): the same batches, so the
+    # same weights up to XLA's arithmetic.
+    for name, jit in [("", False), ("jit_", _load.HAS_XLA)]:
+        with strategy.scope():
+            tf.keras.utils.set_random_seed(0)
+            net = models.mlp(16, 4, hidden=(8,))
+            model = data.GeneratorModel(net, shard)
+            model.compile(
+                optimizer="adam",
+                loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                jit_compile=jit,
+            )
+        hist = model.fit(ticks, epochs=2, steps_per_epoch=3, verbose=0)
+        result[name + "data_step"] = np.array(int(model.data_step.numpy()))
+        result[name + "loss"] = np.array(hist.history["loss"][-1])
+        for i, w in enumerate(model.model.get_weights()):
+            result[f"{name}weight{i}"] = w
     np.savez(os.path.join(out, f"worker{index}.npz"), **result)
     print(f"worker {index}: done")
 

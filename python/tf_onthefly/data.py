@@ -23,6 +23,7 @@ docs/training.md explains the choices and how path 3 compares with copying batch
 """
 
 import atexit
+import contextlib
 import gc
 import itertools
 import json
@@ -515,6 +516,7 @@ class GeneratorModel(tf.keras.Model):
                     f"XLA kernels (they need TensorFlow 2.20 or newer); use jit_compile=False"
                 )
             jit_compile = False if jit_compile == "auto" else jit_compile
+        self.__dict__.pop("_replica_functions", None)  # they call the loss and metrics compiled here
         super().compile(*args, jit_compile=jit_compile, **kwargs)
 
     def _next_batch(self):
@@ -530,26 +532,27 @@ class GeneratorModel(tf.keras.Model):
         With XLA and no distribution strategy, the whole loop is one XLA executable, as
         DataPosition.run_steps under jit_compile is, instead of one per step: TensorFlow's
         executor then runs one op per execution rather than a launch per step. Under a
-        strategy each step is compiled on its own: strategy.run spans the replicas'
-        devices, and XLA compiles one device's program."""
+        strategy each replica compiles its own step (train_step): strategy.run spans the
+        replicas' devices, and XLA compiles one device's program."""
         if self.train_function is not None and not force:
             return self.train_function
-        super().make_train_function(force=True)
+        with self._replicas_compile_their_steps():
+            super().make_train_function(force=True)
         steps = int(self.steps_per_execution)
         if steps == 1 or self.run_eagerly:
             return self.train_function
         from keras.src.backend.tensorflow.trainer import reduce_per_replica  # Keras 3 internal
 
         strategy = self.distribute_strategy
-        # Keras 3 keeps _distribute_strategy None for a model made outside any strategy scope.
-        whole_loop_xla = bool(self.jit_compile) and self._distribute_strategy is None
+        whole_loop_xla = bool(self.jit_compile) and not self._replica_xla
 
         @tf.autograph.experimental.do_not_convert
         def one_step(tick):
             return reduce_per_replica(strategy.run(self.train_step, args=(tick,)), strategy, reduction="auto")
 
         if not whole_loop_xla:
-            one_step = tf.function(one_step, reduce_retracing=True, jit_compile=self.jit_compile)
+            # Under a strategy with XLA, train_step compiles its replica's computation itself.
+            one_step = tf.function(one_step, reduce_retracing=True, jit_compile=False)
         unrolled = max(1, min(int(getattr(self, "unrolled_steps_per_execution", 1)), steps))
 
         def run_steps(tick):
@@ -570,13 +573,90 @@ class GeneratorModel(tf.keras.Model):
         self.train_function = many_steps
         return self.train_function
 
+    @property
+    def _replica_xla(self):
+        """XLA under a tf.distribute strategy: each replica compiles its own step.
+
+        Keras compiles the function that calls strategy.run, which spans every replica's
+        device, and XLA compiles one device's program: under MirroredStrategy it fails
+        with "Trying to access resource .../replica_1 ... from device CPU:0". So under a
+        strategy (Keras keeps _distribute_strategy None for a model made outside any
+        strategy scope) the functions around strategy.run are not compiled, and each
+        replica's step compiles what lies between its synchronisation points: the batch,
+        the forward and backward pass, the loss and metrics. The gradients' all-reduce,
+        the optimizer's update and data_step's increment, which synchronise the replicas
+        (merge_call), run after it, uncompiled."""
+        return bool(self.jit_compile) and self._distribute_strategy is not None
+
+    @contextlib.contextmanager
+    def _replicas_compile_their_steps(self):
+        """Keras builds its functions around strategy.run without XLA where _replica_xla."""
+        replica_xla = self._replica_xla
+        if replica_xla:
+            self.jit_compile = False
+        try:
+            yield
+        finally:
+            if replica_xla:
+                self.jit_compile = True
+
+    def make_test_function(self, force=False):
+        if self.test_function is not None and not force:
+            return self.test_function
+        with self._replicas_compile_their_steps():
+            return super().make_test_function(force=True)
+
+    def make_predict_function(self, force=False):
+        if self.predict_function is not None and not force:
+            return self.predict_function
+        with self._replicas_compile_their_steps():
+            return super().make_predict_function(force=True)
+
+    def _compiled(self, name, fn):
+        """fn as a tf.function with XLA, made once per model (each replica traces its own)."""
+        functions = self.__dict__.setdefault("_replica_functions", {})
+        if name not in functions:
+            functions[name] = tf.function(fn, jit_compile=True)
+        return functions[name]
+
     def train_step(self, data):
         del data  # a tick: the batch is generated here, on the step's device
-        return _multi_worker_logs(super().train_step(tuple(self._next_batch())))
+        if not self._replica_xla:
+            return _multi_worker_logs(super().train_step(tuple(self._next_batch())))
+
+        def forward_backward(step):
+            """Keras's train_step on the batch of `step`, its update left out: the gradients."""
+            applied = []
+            self.optimizer.apply_gradients = applied.extend  # recorded, applied after the call
+            try:
+                logs = super(GeneratorModel, self).train_step(tuple(self.generator(step)))
+            finally:
+                del self.optimizer.apply_gradients
+            if [id(v) for _, v in applied] != [id(v) for v in self.trainable_weights]:
+                raise NotImplementedError(
+                    "GeneratorModel with jit_compile under a tf.distribute strategy: this Keras's train_step "
+                    "updates other variables than the model's trainable weights; compile with jit_compile=False"
+                )
+            return logs, [g for g, _ in applied]
+
+        step = tf.convert_to_tensor(self.data_step)
+        logs, gradients = self._compiled("forward_backward", forward_backward)(step)
+        if gradients:
+            self.optimizer.apply_gradients(zip(gradients, self.trainable_weights))
+        with tf.control_dependencies(tf.nest.flatten(logs)):  # the batch was made
+            self.data_step.assign_add(1)
+        return _multi_worker_logs(logs)
 
     def test_step(self, data):
-        step = tf.reshape(tf.cast(data, tf.int64), [-1])[0]
-        return _multi_worker_logs(super().test_step(tuple(self.eval_generator(step))))
+        def evaluate(data):
+            step = tf.reshape(tf.cast(data, tf.int64), [-1])[0]
+            return super(GeneratorModel, self).test_step(tuple(self.eval_generator(step)))
+
+        return _multi_worker_logs(self._compiled("test_step", evaluate)(data) if self._replica_xla else evaluate(data))
+
+    def predict_step(self, data):
+        predict = super().predict_step
+        return self._compiled("predict_step", predict)(data) if self._replica_xla else predict(data)
 
 
 def _multi_worker_logs(logs):
