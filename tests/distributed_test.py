@@ -99,13 +99,19 @@ class MirroredTest(device_util.DeviceTestCase):
             full_f, _ = gen(tf.constant(step, tf.int64))
             self.assertAllEqual(f, full_f)
 
-    def test_fit_and_resume(self):
+    def compiled_model(self, **compile_args):
+        """The test model, sharded and compiled under the strategy (Adam, from-logits loss)."""
         with self.strategy.scope():
             model = data.GeneratorModel(make_model(), data.sharded(gen, GLOBAL))
             model.compile(
                 optimizer=tf.keras.optimizers.Adam(3e-3),
                 loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                **compile_args,
             )
+        return model
+
+    def test_fit_and_resume(self):
+        model = self.compiled_model()
         history = model.fit(data.device_dataset(ticks_per_step=2), epochs=4, steps_per_epoch=25, verbose=0)
         loss = history.history["loss"]
         self.assertLess(loss[-1], 0.85 * loss[0], msg=str(loss))
@@ -120,13 +126,7 @@ class MirroredTest(device_util.DeviceTestCase):
         """Many steps per call under the strategy: the same steps as one per call."""
         weights = {}
         for spe in [1, 5]:
-            with self.strategy.scope():
-                model = data.GeneratorModel(make_model(), data.sharded(gen, GLOBAL))
-                model.compile(
-                    optimizer=tf.keras.optimizers.Adam(3e-3),
-                    steps_per_execution=spe,
-                    loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                )
+            model = self.compiled_model(steps_per_execution=spe)
             model.fit(data.device_dataset(ticks_per_step=2), epochs=2, steps_per_epoch=10, verbose=0)
             self.assertEqual(int(model.data_step.numpy()), 20)
             weights[spe] = model.get_weights()
@@ -143,15 +143,7 @@ class MirroredTest(device_util.DeviceTestCase):
         results = {}
         for jit in [False, True]:
             for spe in [1, 4]:
-                with self.strategy.scope():
-                    model = data.GeneratorModel(make_model(), data.sharded(gen, GLOBAL))
-                    model.compile(
-                        optimizer=tf.keras.optimizers.Adam(3e-3),
-                        steps_per_execution=spe,
-                        loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                        metrics=["accuracy"],
-                        jit_compile=jit,
-                    )
+                model = self.compiled_model(steps_per_execution=spe, metrics=["accuracy"], jit_compile=jit)
                 self.assertEqual(model.jit_compile, jit)
                 history = model.fit(data.device_dataset(ticks_per_step=2), epochs=2, steps_per_epoch=8, verbose=0)
                 self.assertEqual(int(model.data_step.numpy()), 16)
