@@ -4,7 +4,7 @@ running the test kernel that reproduces random_batch's batch) and "cupy-bridge" 
 launching the same kernel, handed over by tf_onthefly.interop.DeviceBridge). Both need a
 GPU (the bridge also CuPy) and run without XLA only; elsewhere their rows are skipped.
 
-    python -m benchmarks.input_bench_ptx_paths --ptx=bazel-bin/tf_ops/interop/test_kernels.ptx \\
+    python -m benchmarks.input_bench_ptx_paths --ptx=bazel-bin/tf_ops/cuda_kernel/test_kernels.ptx \\
         --device=gpu --configs=small_mlp,wide_mlp --out=OUT    # any flag of the input benchmark
 """
 
@@ -17,8 +17,8 @@ from tf_onthefly import bench
 
 flags.DEFINE_string(
     "ptx",
-    os.environ.get("OTF_TEST_PTX", "bazel-bin/tf_ops/interop/test_kernels.ptx"),
-    "the PTX of //tf_ops/interop:test_ptx",
+    os.environ.get("OTF_TEST_PTX", "bazel-bin/tf_ops/cuda_kernel/test_kernels.ptx"),
+    "the PTX of //tf_ops/cuda_kernel:test_ptx",
 )
 
 

@@ -1,10 +1,10 @@
 """One PTX kernel run four ways: the PTX op and the device-array bridge against the built-in
 op and CuPy (run on a GPU; docs/interop.md).
 
-    python -m benchmarks.ptx_paths --ptx bazel-bin/tf_ops/interop/test_kernels.ptx [--out FILE.json]
+    python -m benchmarks.ptx_paths --ptx bazel-bin/tf_ops/cuda_kernel/test_kernels.ptx [--out FILE.json]
 
 One kernel, random_batch's default batch bit for bit (uniform [0, 1) float32 features,
-Bernoulli labels; tf_ops/interop/test_kernels.cu, otf_uniform_batch), produced four ways
+Bernoulli labels; tf_ops/cuda_kernel/test_kernels.cu, otf_uniform_batch), produced four ways
 side by side in one process:
   builtin      tf_onthefly.random_batch, the built-in op;
   ptx-op       the PTX through tf_onthefly.cuda_kernel (OnTheFly>CudaKernel);
@@ -50,9 +50,8 @@ import tf_onthefly
 from benchmarks import loops
 from benchmarks.op_timeline import events as trace_events
 from benchmarks.op_timeline import gpu_kernels, kernel_ms, traced
-from tf_onthefly import data
+from tf_onthefly import cuda_kernel, data
 from tf_onthefly.bench import timing
-from tf_onthefly.cuda_kernel import cuda_kernel
 from tf_onthefly.interop import DeviceBridge
 
 ENTRY = "otf_uniform_batch"
@@ -156,7 +155,7 @@ def generators(batch, feature_dim, ptx):
     """name -> step -> (features, labels), for the input benchmark's in-step paths:
     "ptx-op" (GPU only) and "cupy-bridge" (GPU and CuPy; compile the model with
     jit_compile=False: the bridge is a tf.py_function). `ptx` is the path of the PTX file
-    built by //tf_ops/interop:test_ptx."""
+    built by //tf_ops/cuda_kernel:test_ptx."""
     with open(ptx) as f:
         text = f.read()
     gens = {}
@@ -394,8 +393,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
         "--ptx",
-        default=os.environ.get("OTF_TEST_PTX", "bazel-bin/tf_ops/interop/test_kernels.ptx"),
-        help="the PTX of //tf_ops/interop:test_ptx",
+        default=os.environ.get("OTF_TEST_PTX", "bazel-bin/tf_ops/cuda_kernel/test_kernels.ptx"),
+        help="the PTX of //tf_ops/cuda_kernel:test_ptx",
     )
     parser.add_argument("--out", help="write the results here as JSON")
     parser.add_argument("--smoke", action="store_true", help="toy sizes, any device")

@@ -22,7 +22,7 @@ into this Python, or into folder D with --target). Modes:
   kernels   the kernel bench and the launcher-generator comparison; --kernels D holds what
             `benchmarks/kernel_bench/build.sh D` built and bazel-bin/tests/sdk_ops/*.so
   ptx       one PTX kernel run four ways (ptx_paths) and the input benchmark with its two
-            paths (input_bench_ptx_paths); needs the test PTX (bazel-bin/tf_ops/interop/
+            paths (input_bench_ptx_paths); needs the test PTX (bazel-bin/tf_ops/cuda_kernel/
             test_kernels.ptx) in --kernels D or $OTF_TEST_PTX
   soak      1,000,000 training steps, memory and data position checked (soak)
   all       every mode above, in that order

@@ -10,6 +10,13 @@ random_batch, teacher_task, procedural_shapes, random_walk, ...; GENERATORS maps
 names to them, REGISTRY to their records (op name, example arguments). These TensorFlow
 parts load on first use, so `import tf_onthefly.jax` and `import tf_onthefly.torch` work
 where TensorFlow is not installed.
+
+    features, labels = tf_onthefly.cuda_kernel(ptx, "my_kernel", batch_size=4096, ...)
+
+runs a CUDA kernel written from Python (PTX) as a native TensorFlow op (docs/interop.md),
+with `contract_source()` (the counter contract's helpers as CUDA source) and
+`ptx_entries(ptx)` beside it; `tf_onthefly.interop.DeviceBridge` hands device arrays of CuPy,
+PyTorch, Numba or JAX to TensorFlow.
 """
 
 import importlib
@@ -19,7 +26,15 @@ from tf_onthefly import _build_info
 from tf_onthefly._version import __version__
 
 # The names whose first use loads TensorFlow and the op library.
-_TENSORFLOW_NAMES = ("GENERATORS", "REGISTRY", "data", "load_generators", *_build_info.GENERATOR_MODULES)
+_CUDA_KERNEL_NAMES = ("contract_source", "cuda_kernel", "ptx_entries")
+_TENSORFLOW_NAMES = (
+    "GENERATORS",
+    "REGISTRY",
+    "data",
+    "load_generators",
+    *_CUDA_KERNEL_NAMES,
+    *_build_info.GENERATOR_MODULES,
+)
 
 
 def _load_tensorflow_parts():
@@ -40,6 +55,8 @@ def _load_tensorflow_parts():
         load_generators=generator.load_generators,
     )
     globals().update(generator.GENERATORS)
+    cuda_kernel = importlib.import_module("tf_onthefly._cuda_kernel")
+    globals().update({name: getattr(cuda_kernel, name) for name in _CUDA_KERNEL_NAMES})
 
 
 def __getattr__(name):
@@ -65,4 +82,13 @@ def include_dir() -> str:
     return shipped if os.path.isdir(shipped) else os.path.dirname(os.path.dirname(here))
 
 
-__all__ = sorted(_build_info.GENERATOR_MODULES) + ["GENERATORS", "REGISTRY", "data", "include_dir", "__version__"]
+__all__ = sorted(_build_info.GENERATOR_MODULES) + [
+    "GENERATORS",
+    "REGISTRY",
+    "contract_source",
+    "cuda_kernel",
+    "data",
+    "include_dir",
+    "ptx_entries",
+    "__version__",
+]

@@ -19,19 +19,13 @@
 #include "tensorflow/compiler/tf2xla/type_util.h"
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/compiler/tf2xla/xla_op_registry.h"
-#include "tensorflow/core/framework/kernel_def.pb.h"
 #include "tf_ops/common/tf_glue.h"
 #include "tf_ops/core/registry.h"
 #include "tf_ops/tensorflow/tf_generator.h"
+#include "tf_ops/tensorflow/xla_registration.h"
 #include "xla/ffi/api/ffi.h"
 #include "xla/hlo/builder/xla_builder.h"
 #include "xla/shape_util.h"
-
-// xla/ffi/ffi_api.h needs MLIR headers the TF wheel does not ship; the function is exported
-// by libtensorflow_framework.so.2.
-namespace xla::ffi {
-const XLA_FFI_Api* GetXlaFfiApi();
-}
 
 namespace tf_onthefly {
 namespace tf_front {
@@ -120,26 +114,6 @@ class GeneratorXlaOp : public tensorflow::XlaOpKernel {
 
 OpKernel* CreateGeneratorXlaOp(OpKernelConstruction* ctx) { return new GeneratorXlaOp(ctx); }
 
-// Whether XLA has already registered its compilation kernels. It does so once, at the first
-// TF function a process instantiates (the first tensor is enough), for the XLA ops known
-// then; an op registered later must register its XLA kernels itself.
-bool XlaKernelsAlreadyRegistered() {
-  return tensorflow::KernelsRegisteredForOp("NoOp").find(tensorflow::DEVICE_CPU_XLA_JIT) !=
-         std::string::npos;
-}
-
-absl::Status RegisterHandler(const std::string& target, const char* platform, void* handler,
-                             XLA_FFI_Handler_Traits traits) {
-  const XLA_FFI_Api* api = ::xla::ffi::GetXlaFfiApi();
-  XLA_FFI_Error* err = ::xla::ffi::Ffi::RegisterStaticHandler(
-      api, target, platform, reinterpret_cast<XLA_FFI_Handler*>(handler), traits);
-  if (err == nullptr) return absl::OkStatus();
-  const std::string message(::xla::ffi::internal::GetErrorMessage(api, err));
-  ::xla::ffi::internal::DestroyError(api, err);
-  return absl::InternalError(
-      absl::StrCat("registering XLA handler ", target, " for ", platform, ": ", message));
-}
-
 }  // namespace
 
 // The variants' handlers ("Host" where a variant has CPU code, "CUDA"), under each variant's
@@ -151,25 +125,19 @@ void RegisterXla(const core::Generator& g) {
   absl::Status status;
   for (const core::Variant& v : g.variants) {
     if (v.def.xla_host_handler != nullptr)
-      status.Update(RegisterHandler(v.xla_target, "Host", v.def.xla_host_handler, 0));
+      status.Update(RegisterFfiHandler(v.xla_target, "Host",
+                                       reinterpret_cast<XLA_FFI_Handler*>(v.def.xla_host_handler)));
     if (v.def.xla_cuda_handler != nullptr) {
-      status.Update(RegisterHandler(
-          v.xla_target, "CUDA", v.def.xla_cuda_handler,
+      status.Update(RegisterFfiHandler(
+          v.xla_target, "CUDA", reinterpret_cast<XLA_FFI_Handler*>(v.def.xla_cuda_handler),
           v.def.command_buffer_compatible ? XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE : 0));
     }
   }
   if (!status.ok()) LOG(ERROR) << g.name << " will not compile under XLA: " << status;
-  new tensorflow::XlaOpRegistrar(tensorflow::XlaOpRegistrationBuilder::Name(g.name)
-                                     .CompileTimeConstantInput("first_sample")
-                                     .Build(&CreateGeneratorXlaOp));
-  if (XlaKernelsAlreadyRegistered()) {
-    for (const char* device : {tensorflow::DEVICE_CPU_XLA_JIT, tensorflow::DEVICE_GPU_XLA_JIT}) {
-      auto* kernel = new tensorflow::KernelDef;
-      kernel->set_op(g.name);
-      kernel->set_device_type(device);
-      new tensorflow::kernel_factory::OpKernelRegistrar(kernel, "XlaJitOp", &CreateGeneratorXlaOp);
-    }
-  }
+  RegisterXlaOpKernel(
+      g.name.c_str(),
+      tensorflow::XlaOpRegistrationBuilder::Name(g.name).CompileTimeConstantInput("first_sample"),
+      &CreateGeneratorXlaOp);
 }
 
 }  // namespace tf_front

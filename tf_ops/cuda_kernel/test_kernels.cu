@@ -1,7 +1,7 @@
 // Kernels for OnTheFly>CudaKernel's tests and benchmark, written as a user would write one
 // for tf_onthefly.cuda_kernel: extern "C", the op's parameter list (docs/interop.md), and
 // the counter-contract helpers of tf_ops/common so the values match the built-in generators.
-// Compiled to PTX at build time (//tf_ops/interop:test_ptx); the same file compiles with
+// Compiled to PTX at build time (//tf_ops/cuda_kernel:test_ptx); the same file compiles with
 // NVRTC (CuPy's RawModule) given -I to the repository root.
 #include "tf_ops/common/philox.h"
 #include "tf_ops/common/uniform.h"
