@@ -161,6 +161,46 @@ class MeasurementTest(tf.test.TestCase):
         self.assertIn("not the bottleneck", v["text"])
 
 
+def fixture(name):
+    """The rows of a GPU run kept as test data (testdata/README.md says which run)."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "testdata", name)) as f:
+        return json.load(f)["results"]
+
+
+class VerdictTest(tf.test.TestCase):
+    """The advice follows the table: on two GPU runs' tables, a path measured above its
+    constant batch (cnn, fit64, jit off: 1.19x on the H100, 1.16x on the H200) is weighed
+    like any other row and named, never set aside for a path that measured 2x slower."""
+
+    def test_no_verdict_disagrees_with_its_table(self):
+        for name in ("bench_h100.json", "bench_h200.json"):
+            table = fixture(name)
+            made = bench.verdicts(table)
+            self.assertLen(made, 9, name)
+            self.assertEqual(_verdict.disagreements(table, made), [], name)
+
+    def test_a_row_above_the_bound_is_named_and_still_chosen(self):
+        for name in ("bench_h100.json", "bench_h200.json"):
+            (v,) = [
+                v
+                for v in bench.verdicts(fixture(name))
+                if (v["config"], v["mode"], v["jit"]) == ("cnn", "fit64", False)
+            ]
+            self.assertEqual(v["use"], "op-in-step", (name, v))
+            self.assertIn("above it, so the constant batch is not this setting's bound", v["text"])
+            self.assertIn("unknown with op-in-step (above the constant batch)", v["text"])
+            self.assertGreater(v["gain"], 1.5)
+
+    def test_the_check_finds_advice_against_the_table(self):
+        table = fixture("bench_h100.json")
+        made = bench.verdicts(table)
+        for v in made:
+            if (v["config"], v["mode"], v["jit"]) == ("cnn", "fit64", False):
+                v["use"] = "numpy+prefetch"  # what the benchmark advised before it weighed every row
+        (bad,) = _verdict.disagreements(table, made)
+        self.assertEqual(bad[1], "op-in-step")
+
+
 class BenchTest(device_util.DeviceTestCase):
     def test_every_path_mode_and_outputs(self):
         gpu = device_util.device() == "gpu"
@@ -188,6 +228,7 @@ class BenchTest(device_util.DeviceTestCase):
         self.assertLen(written["results"], rows)
         self.assertLen(written["verdicts"], len(bench.MODES))
         self.assertGreater(os.path.getsize(os.path.join(out, "bench.png")), 1000)
+        self.assertEqual(_verdict.disagreements(table), [])
         self.assertIn("vs constant", bench.format_table(table))
         self.assertIn(" ± ", bench.format_table(table))
 

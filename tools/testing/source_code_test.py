@@ -78,8 +78,9 @@ ENVIRONMENT_WORDS = [
     ("a date (history lives in git and CHANGELOG.md)", re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b")),
     ("a time of day", re.compile(r"\b[0-2]\d:[0-5]\d(-[0-2]\d:[0-5]\d)? UTC\b")),
 ]
-# Where dates belong: the changelog and the raw results of runs (named by date and card).
-DATES_ALLOWED = re.compile(r"^(CHANGELOG\.md|benchmarks/results/.*)$")
+# Where dates belong: the changelog, the raw results of runs (named by date and card) and
+# the test data kept from such runs.
+DATES_ALLOWED = re.compile(r"^(CHANGELOG\.md|benchmarks/results/.*|tests/testdata/.*)$")
 TEXT = re.compile(r"\.(py|sh|md|h|cc|cu|bzl|txt|toml|json|cfg|ini|yml|yaml|in)$|(^|/)(BUILD|WORKSPACE|run|\.[\w-]+)$")
 
 

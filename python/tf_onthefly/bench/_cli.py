@@ -14,7 +14,7 @@ from tf_onthefly.bench._configs import EXTRA_PATHS, PATHS
 from tf_onthefly.bench._measure import DEFAULT_PATHS, TIMES, _duration, default_settings, run
 from tf_onthefly.bench._profile import profile_input
 from tf_onthefly.bench._report import format_table, write_outputs
-from tf_onthefly.bench._verdict import verdicts
+from tf_onthefly.bench._verdict import disagreements, verdicts
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("device", "auto", ["auto", "cpu", "gpu"], "Where the model (and in-step generation) runs.")
@@ -81,8 +81,17 @@ def main(argv):
     print()
     print(format_table(table))
     print()
-    for v in verdicts(table):
+    made = verdicts(table)
+    for v in made:
         print(v["text"])
+    rows = [r for r in table if r["path"] != "constant" and r["vs_constant"] == r["vs_constant"]]
+    if rows:
+        top = max(rows, key=lambda r: r["vs_constant"])
+        print(
+            f"\n{len(disagreements(table, made))} of {len(made)} verdicts recommend a path measured clearly slower "
+            f"than another; the highest row against its constant batch: {top['vs_constant']:.2f}x "
+            f"({top['config']} {top['mode']} jit {'on' if top['jit'] else 'off'} {top['path']})"
+        )
     meta = dict(
         device=device_name,
         tensorflow=tf.__version__,

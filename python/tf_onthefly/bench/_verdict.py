@@ -1,5 +1,7 @@
 """The verdicts: a row's speed in words, and per (config, mode, jit) which path to use and
-what it gains."""
+what it gains. The advice follows the table: every measured candidate is weighed, a row that
+measured above its constant batch included (named as such), so a verdict never recommends a
+path that measured clearly slower than another path of its setting (`disagreements`)."""
 
 import math
 
@@ -28,10 +30,46 @@ def verdicts(table):
     """One verdict per (config, mode, jit), in plain words: what the input costs of the step
     on each path, which path to use, and what it gains over the simple path."""
     out = []
-    for key in dict.fromkeys((r["config"], r["mode"], r["jit"]) for r in table):
-        rows = {r["path"]: r for r in table if (r["config"], r["mode"], r["jit"]) == key}
+    for key, rows in _settings(table).items():
         out.append(dict(config=key[0], mode=key[1], jit=key[2], **_verdict(rows, key)))
     return out
+
+
+def _settings(table):
+    """(config, mode, jit) -> {path: row}, in the table's order."""
+    groups = {}
+    for r in table:
+        groups.setdefault((r["config"], r["mode"], r["jit"]), {})[r["path"]] = r
+    return groups
+
+
+def _candidates(rows):
+    return [p for p in CANDIDATES + [p for p, e in EXTRA_PATHS.items() if e["candidate"]] if p in rows]
+
+
+def _clearly_faster(a, b):
+    """Row a measured faster than row b by more than their uncertainties together."""
+    return a["vs_constant"] - b["vs_constant"] > math.hypot(a["uncertainty"], b["uncertainty"])
+
+
+def disagreements(table, made=None):
+    """The verdicts (of `made`, default: this module's for the table) that recommend a path
+    which measured clearly slower than another candidate of the same setting: [(verdict,
+    the faster path)]. The benchmark prints their number; it is 0."""
+    groups = _settings(table)
+    out = []
+    for v in made if made is not None else verdicts(table):
+        rows = groups.get((v["config"], v["mode"], v["jit"]), {})
+        if not v.get("use") or v["use"] not in rows:
+            continue
+        faster = [p for p in _candidates(rows) if p != v["use"] and _clearly_faster(rows[p], rows[v["use"]])]
+        if faster:
+            out.append((v, faster[0]))
+    return out
+
+
+def _above(r):
+    return f"{r['vs_constant']:.2f}x ± {r['uncertainty']:.2f} the constant batch, above it"
 
 
 def _verdict(rows, key):
@@ -46,35 +84,37 @@ def _verdict(rows, key):
         if path == "constant":
             continue
         if r["status"] == "measurement problem":
-            costs.append(f"not measurable on this machine with {path}")
+            costs.append(f"unknown with {path} (above the constant batch)")
         elif r["status"] == "same as constant":
             costs.append(f"none measurable with {path}")
         else:
             costs.append(f"{round(100 * r['input_share'])} % with {path}")
-    candidates = [p for p in CANDIDATES + [p for p, e in EXTRA_PATHS.items() if e["candidate"]] if p in rows]
-    candidates = [p for p in candidates if rows[p]["status"] != "measurement problem"]
+    # Every measured candidate counts, a row above its constant batch too: it is named as
+    # such, and the advice still follows what was measured.
+    candidates = _candidates(rows)
     text = f"{where}: the input's share of the step is {', '.join(costs)}."
     if not candidates:
         return dict(text=text, use=None, gain=None)
     best = max(candidates, key=lambda p: rows[p]["vs_constant"])
     # The simplest candidate as good as the best, inside their uncertainties.
-    use = next(
-        p
-        for p in candidates
-        if rows[best]["vs_constant"] - rows[p]["vs_constant"]
-        <= math.hypot(rows[best]["uncertainty"], rows[p]["uncertainty"])
-    )
+    use = next(p for p in candidates if not _clearly_faster(rows[best], rows[p]))
+    above = rows[use]["status"] == "measurement problem"
     gain = None
-    if SIMPLE in rows and use != SIMPLE and rows[SIMPLE]["status"] != "measurement problem":
+    if SIMPLE in rows and use != SIMPLE:
         gain = rows[use]["vs_constant"] / rows[SIMPLE]["vs_constant"]
         rel = math.hypot(
             rows[use]["uncertainty"] / rows[use]["vs_constant"],
             rows[SIMPLE]["uncertainty"] / rows[SIMPLE]["vs_constant"],
         )
         text += f" Use {use}: {gain:.2f}x ± {gain * rel:.2f} the steps/s of {SIMPLE}"
-        text += ", as fast as the constant batch." if rows[use]["status"] == "same as constant" else "."
+        if above:
+            text += f"; it measured {_above(rows[use])}, so the constant batch is not this setting's bound."
+        else:
+            text += ", as fast as the constant batch." if rows[use]["status"] == "same as constant" else "."
     elif use == SIMPLE and rows[SIMPLE]["status"] == "same as constant":
         text += f" Input is not the bottleneck: keep {SIMPLE}; the model step sets the pace."
     else:
         text += f" Use {use}: no other path is measurably faster here."
+        if above:
+            text += f" It measured {_above(rows[use])}, so the constant batch is not this setting's bound."
     return dict(text=text, use=use, gain=gain)
