@@ -17,6 +17,10 @@ into this Python, or into folder D with --target). Modes:
   cost      what one op adds to a step (op_cost), with and without XLA, and what a graph
             loop's counter costs (loop_counter)
   trace     where a step's time goes, path by path (step_timeline)
+  bound     whether the constant batch bounds cnn's step: cnn fit1 and fit64 traced with
+            its int32 labels captured as int32 and as the bench keeps them, beside
+            op-in-step (host-to-device copies and wall time a step), then the bench's cnn
+            rows without XLA
   copies    host<->device bytes per step, one GPU and MirroredStrategy (no_copy_profile)
   mirrored  the MirroredStrategy rows one change at a time, and the placer's log
   kernels   the kernel bench and the launcher-generator comparison; --kernels D holds what
@@ -40,7 +44,7 @@ import sys
 from tools.testing import gpu_run
 
 ROOT, PY = gpu_run.ROOT, gpu_run.PY
-MODES = ["bench", "rates", "frameworks", "cost", "trace", "copies", "mirrored", "kernels", "ptx", "soak"]
+MODES = ["bench", "rates", "frameworks", "cost", "trace", "bound", "copies", "mirrored", "kernels", "ptx", "soak"]
 
 
 def module(name, *args):
@@ -120,6 +124,24 @@ def steps(mode, args, name):
                 "--config=wide_mlp --mode=fit64 --jit",
             )
         ]
+    if mode == "bound":
+        traces = [
+            (
+                f"step_timeline_cnn_{m}",
+                module(
+                    "step_timeline",
+                    "--config=cnn",
+                    f"--mode={m}",
+                    "--paths=constant-int32-captured,constant,op-in-step",
+                    "--top=8",
+                ),
+                300,
+                ROOT,
+            )
+            for m in ("fit64", "fit1")
+        ]
+        rows = [PY, "-m", "tf_onthefly.bench", "--device=gpu", "--configs=cnn", "--modes=fit1,fit64", "--jit=off"]
+        return traces + [("bench_cnn", rows + [f"--out={name('bench_cnn')}"], 300, ROOT)]
     if mode == "copies":
         return [
             ("no_copy_profile", module("no_copy_profile"), 400, ROOT),

@@ -12,6 +12,14 @@ events need CUPTI) and prints per step:
   - the host events (TensorFlow's op annotations, CUDA API calls) and the GPU's kernels and
     copies, each summed by name, and for every path after the first, the names whose time
     per step differs most from the first path's: what the extra time of a path is spent on.
+Besides the bench's paths, `constant-int32-captured`: the constant batch with its int32
+outputs (cnn's labels) captured as int32, which TensorFlow keeps in host memory on a GPU,
+where the bench's `constant` keeps them in device memory as float32 bits; against
+`constant`, its HtoD_per_step and wall time are what that placement costs a step:
+
+    python -m benchmarks.step_timeline --config=cnn --mode=fit64 \
+        --paths=constant-int32-captured,constant,op-in-step
+
 --smoke: one call, two paths, the top 3 names, on any device.
 """
 
@@ -68,6 +76,12 @@ def summarize(wall, planes, steps):
     return row, host, device
 
 
+def int32_captured(cfg):
+    """The constant batch captured as the generator made it (int32 stays int32)."""
+    x, y = (tf.identity(t) for t in cfg["gen"](tf.constant(0, tf.int64)))
+    return lambda step: (x, y)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", default="small_mlp")
@@ -80,6 +94,7 @@ def main():
     args = ap.parse_args()
     if args.smoke:
         args.calls, args.paths, args.top = 1, "constant,op-in-step", 3
+    bench.register_path("constant-int32-captured", int32_captured, in_step=True, candidate=False)
     gpu = bool(tf.config.list_physical_devices("GPU"))
     cfg = _configs.configs(gpu)[args.config]
     results = {}
