@@ -27,6 +27,14 @@ using int64_t = long long;
 #define OTF_HD inline
 #endif
 
+// Before a loop of a compile-time count that a GPU thread should run unrolled (straight-line
+// code its scheduler can interleave); nothing on the CPU.
+#if defined(__CUDA_ARCH__)
+#define OTF_UNROLL _Pragma("unroll")
+#else
+#define OTF_UNROLL
+#endif
+
 namespace tf_onthefly {
 
 // Bumped whenever a rule of the contract changes (docs/counter-contract.md, "Versions").

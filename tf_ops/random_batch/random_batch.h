@@ -45,8 +45,8 @@ struct RandomBatchGen {
   OTF_HD static int64_t ItemsPerSample(const Params& p) { return (p.feature_dim + 3) / 4; }
 
   // GPU kernel variants (generator.h): 1 for [0, 1) features in rows of whole groups of four
-  // (the default, and the bulk of generated data), where the body below has none of its
-  // branches on Params; 0 for everything else. The CPU runs Generate, i.e. variant 0.
+  // (the default, and the bulk of generated data), where GenerateItems has none of its
+  // branches on Params; 0 for everything else. The CPU runs variant 0.
   static constexpr int kNumVariants = 2;
   OTF_HD static int Variant(const Params& p) {
     return p.distribution == Distribution::kUniform && p.unit_range && (p.feature_dim & 3) == 0;
@@ -54,40 +54,57 @@ struct RandomBatchGen {
 
   OTF_HD static void Generate(const Params& p, const sdk::SampleRng<kNumStreams>& rng,
                               int64_t block, const sdk::SampleOutputs& out) {
-    GenerateVariant<0>(p, rng, block, out);
+    GenerateItems<0, 1>(p, rng, block, 1, out);
   }
 
-  template <int V>
-  OTF_HD static void GenerateVariant(const Params& p, const sdk::SampleRng<kNumStreams>& rng,
-                                     int64_t block, const sdk::SampleOutputs& out) {
+  // Blocks first + k * stride, k < K (generator.h): every block's words, then every
+  // block's values, then their stores, so a GPU thread has K independent Box-Muller or
+  // Philox chains to interleave; the branches on Params are taken once for the K blocks.
+  template <int V, int K>
+  OTF_HD static void GenerateItems(const Params& p, const sdk::SampleRng<kNumStreams>& rng,
+                                   int64_t first, int64_t stride, const sdk::SampleOutputs& out) {
     constexpr bool kUnitRow4 = V == 1;  // Variant(p) == 1 settles the two tests below
-    const Words4 w = rng.Block(kFeatureStream, static_cast<uint32_t>(block));
-    Feature v[4];
+    Words4 w[K];
+    OTF_UNROLL
+    for (int k = 0; k < K; ++k)
+      w[k] = rng.Block(kFeatureStream, static_cast<uint32_t>(first + k * stride));
+    Feature v[K][4];
     if (kUnitRow4 || (p.distribution == Distribution::kUniform && p.unit_range)) {
       // [0, 1): low + 1 * u is u exactly and u < 1, so this is the general path's value;
       // rounded down in a 16-bit type it stays in [0, 1) (0 is every type's own).
-      for (int i = 0; i < 4; ++i)
-        v[i] = TFeature::template From<Rounding::kDown>(UniformFloat(w[i]));
+      OTF_UNROLL
+      for (int k = 0; k < K; ++k)
+        for (int i = 0; i < 4; ++i)
+          v[k][i] = TFeature::template From<Rounding::kDown>(UniformFloat(w[k][i]));
     } else if (p.distribution == Distribution::kUniform) {
-      for (int i = 0; i < 4; ++i) v[i] = Uniform(p, w[i]);
+      OTF_UNROLL
+      for (int k = 0; k < K; ++k)
+        for (int i = 0; i < 4; ++i) v[k][i] = Uniform(p, w[k][i]);
     } else {
-      float z[4];
-      BoxMuller(w.w0, w.w1, &z[0], &z[1]);
-      BoxMuller(w.w2, w.w3, &z[2], &z[3]);
-      for (int i = 0; i < 4; ++i) v[i] = TFeature::template From<Rounding::kNearestEven>(z[i]);
+      OTF_UNROLL
+      for (int k = 0; k < K; ++k) {
+        float z[4];
+        BoxMuller(w[k].w0, w[k].w1, &z[0], &z[1]);
+        BoxMuller(w[k].w2, w[k].w3, &z[2], &z[3]);
+        for (int i = 0; i < 4; ++i) v[k][i] = TFeature::template From<Rounding::kNearestEven>(z[i]);
+      }
     }
-    Feature* dst = out.get<Feature>(0) + 4 * block;
-    const int64_t n = p.feature_dim - 4 * block;
+    Feature* row = out.get<Feature>(0);
 #if defined(__CUDA_ARCH__)
     // Rows a multiple of 4 values long: one aligned vector store (TF aligns to 64 bytes).
     if (kUnitRow4 || (p.feature_dim & 3) == 0) {
-      Store4(dst, v);
+      OTF_UNROLL
+      for (int k = 0; k < K; ++k) Store4(row + 4 * (first + k * stride), v[k]);
     } else
 #endif
     {
-      for (int i = 0; i < 4 && i < n; ++i) dst[i] = v[i];
+      OTF_UNROLL
+      for (int k = 0; k < K; ++k) {
+        const int64_t at = 4 * (first + k * stride);
+        for (int i = 0; i < 4 && at + i < p.feature_dim; ++i) row[at + i] = v[k][i];
+      }
     }
-    if (block == 0) *out.get<TLabel>(1) = Label(p, rng);
+    if (first == 0) *out.get<TLabel>(1) = Label(p, rng);  // block 0 can only be the first
   }
 
   // A uniform in [low, high) of the feature type: the float32 value (below high), rounded

@@ -366,6 +366,32 @@ int VariantOf(const typename Gen::Params& p) {
   }
 }
 
+// Optional, for a struct generator without tensor inputs whose items are arithmetic-bound
+// (normals): K items of one sample in one call,
+//   template <int V, int K>
+//   OTF_HD static void GenerateItems(const Params&, const SampleRng<kNumStreams>&,
+//                                    int64_t first_item, int64_t item_stride,
+//                                    const SampleOutputs&);
+// writing items first_item + k * item_stride, k < K (all below ItemsPerSample), exactly as
+// Generate writes each (V: the kernel variant, 0 on the CPU and without variants). Written
+// as "draw every item's words, compute every item's values, then store them", its K items
+// are independent instruction streams a GPU thread interleaves, where K calls of Generate
+// run one after another (each item's branches and stores end the scheduler's view). The
+// GPU kernel calls it for its K items per thread (ItemsPerThread) when all K are in range,
+// and with K = 1 otherwise; the CPU for runs of kCpuItems consecutive items, so the CPU
+// tests and golden values run the same code.
+template <typename Gen, typename = void>
+struct HasGenerateItems : std::false_type {};
+template <typename Gen>
+struct HasGenerateItems<Gen, std::void_t<decltype(Gen::template GenerateItems<0, 1>(
+                                 std::declval<const typename Gen::Params&>(),
+                                 std::declval<const SampleRng<Gen::kNumStreams>&>(), int64_t{0},
+                                 int64_t{1}, std::declval<const SampleOutputs&>()))>>
+    : std::true_type {};
+
+// Items per GenerateItems call on the CPU.
+constexpr int kCpuItems = 4;
+
 // Runs work item `item` of row `row` with variant V: the body the CPU loop and the GPU
 // kernel share. `first` is the global sample index of row 0 (FirstGlobalSample).
 template <typename Gen, int V = 0>
@@ -373,7 +399,9 @@ OTF_HD void RunItem(const typename Gen::Params& p, const CallGeometry& g, const 
                     const PhiloxKey* keys, int64_t first, int64_t row, int64_t item) {
   const SampleRng<Gen::kNumStreams> rng(keys, static_cast<uint64_t>(first + row));
   const SampleOutputs out(g, row);
-  if constexpr (TakesInputs<Gen>::value) {
+  if constexpr (HasGenerateItems<Gen>::value) {
+    Gen::template GenerateItems<V, 1>(p, rng, item, 1, out);
+  } else if constexpr (TakesInputs<Gen>::value) {
     const SampleInputs sample_in(in, row);
     if constexpr (NumVariants<Gen>::value > 1) {
       Gen::template GenerateVariant<V>(p, rng, item, out, sample_in);
@@ -387,13 +415,54 @@ OTF_HD void RunItem(const typename Gen::Params& p, const CallGeometry& g, const 
   }
 }
 
+// Runs items first_item + k * item_stride, k < K, of row `row` through GenerateItems.
+template <typename Gen, int V, int K>
+OTF_HD void RunItems(const typename Gen::Params& p, const CallGeometry& g, const PhiloxKey* keys,
+                     int64_t first, int64_t row, int64_t first_item, int64_t item_stride) {
+  const SampleRng<Gen::kNumStreams> rng(keys, static_cast<uint64_t>(first + row));
+  Gen::template GenerateItems<V, K>(p, rng, first_item, item_stride, SampleOutputs(g, row));
+}
+
+// One work unit of the GPU kernel (generator_gpu.cu.h): items group + k * groups_per_sample,
+// k < K, of row `row` (global sample first + row), those below items_per_sample; through
+// one GenerateItems call when all K exist. Index: the kernel's index type (uint32_t or int64_t).
+// Host code may run it too, to check a generator's units against its items
+// (tests/kernel_units_test.cc).
+template <typename Gen, int V, int K, typename Index>
+OTF_HD void RunUnit(const typename Gen::Params& p, const CallGeometry& g, const Inputs& in,
+                    const PhiloxKey* keys, int64_t first, Index row, Index group,
+                    Index items_per_sample, Index groups_per_sample) {
+  if constexpr (HasGenerateItems<Gen>::value && K > 1) {
+    if (group + (K - 1) * groups_per_sample < items_per_sample) {
+      RunItems<Gen, V, K>(p, g, keys, first, static_cast<int64_t>(row), static_cast<int64_t>(group),
+                          static_cast<int64_t>(groups_per_sample));
+      return;
+    }
+  }
+  OTF_UNROLL
+  for (int k = 0; k < K; ++k) {
+    const Index item = group + k * groups_per_sample;
+    if (K == 1 || item < items_per_sample)
+      RunItem<Gen, V>(p, g, in, keys, first, static_cast<int64_t>(row), static_cast<int64_t>(item));
+  }
+}
+
 // Items one GPU thread runs per grid-stride step, given the items per sample: as many as
 // keep each of the thread's stores next to its neighbours' (at least two work units per
-// sample). Four items of a row of four in one thread would store 16 contiguous bytes per
-// thread and lose coalescing; four items spaced a quarter row apart keep it.
-OTF_HD constexpr int ItemsPerThread(int64_t items_per_sample) {
-  return items_per_sample >= 8 ? 4 : items_per_sample >= 4 ? 2 : 1;
+// sample), up to `max_items` (1, 2, 4 or 8). Four items of a row of four in one thread
+// would store 16 contiguous bytes per thread and lose coalescing; four items spaced a
+// quarter row apart keep it.
+OTF_HD constexpr int ItemsPerThread(int64_t items_per_sample, int max_items = 4) {
+  int k = 1;
+  while (2 * k <= max_items && 4 * k <= items_per_sample) k *= 2;
+  return k;
 }
+
+// The most items per thread Gen's kernel runs: 8 where GenerateItems interleaves them (each
+// one more independent instruction stream), else 4 (the items run one after another, and
+// more only lengthen the kernel).
+template <typename Gen>
+constexpr int kMaxItemsPerThread = HasGenerateItems<Gen>::value ? 8 : 4;
 
 #if !defined(__CUDACC__)
 // Whether Gen has the optional CPU whole-sample path
@@ -426,8 +495,12 @@ void FillRowsCpu(const void* params, const CallGeometry* geometry, const Inputs*
       const SampleRng<Gen::kNumStreams> rng(keys, static_cast<uint64_t>(g.first_sample + row));
       if (Gen::GenerateSampleCpu(p, rng, SampleOutputs(g, row))) continue;
     }
-    for (int64_t item = 0; item < items; ++item)
-      RunItem<Gen>(p, g, *inputs, keys, g.first_sample, row, item);
+    int64_t item = 0;
+    if constexpr (HasGenerateItems<Gen>::value) {
+      for (; item + kCpuItems <= items; item += kCpuItems)
+        RunItems<Gen, 0, kCpuItems>(p, g, keys, g.first_sample, row, item, 1);
+    }
+    for (; item < items; ++item) RunItem<Gen>(p, g, *inputs, keys, g.first_sample, row, item);
   }
 }
 #endif

@@ -59,13 +59,7 @@ __global__ void GeneratorKernel(typename Gen::Params p, CallGeometry g, SeedAndS
   Index row = t / groups_per_sample;
   Index group = t - row * groups_per_sample;
   for (; t < total_groups; t += stride) {
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      const Index item = group + k * groups_per_sample;
-      if (K == 1 || item < items_per_sample)
-        RunItem<Gen, V>(p, g, in, keys, first, static_cast<int64_t>(row),
-                        static_cast<int64_t>(item));
-    }
+    RunUnit<Gen, V, K>(p, g, in, keys, first, row, group, items_per_sample, groups_per_sample);
     row += stride_rows;
     group += stride_groups;
     if (group >= groups_per_sample) {
@@ -95,6 +89,14 @@ cudaError_t LaunchUnits(const GpuCall<typename Gen::Params>& call, int64_t items
 template <typename Gen>
 using UnitLauncher = cudaError_t (*)(const GpuCall<typename Gen::Params>&, int64_t);
 
+template <typename Gen, int V, typename Index, int K = kMaxItemsPerThread<Gen>>
+UnitLauncher<Gen> UnitLauncherForK(int items_per_thread) {
+  if constexpr (K > 1) {
+    if (items_per_thread < K) return UnitLauncherForK<Gen, V, Index, K / 2>(items_per_thread);
+  }
+  return &LaunchUnits<Gen, V, K, Index>;
+}
+
 // The kernel a call needs: its variant (Gen::Variant), its items per thread
 // (ItemsPerThread), and 64-bit indexing from 2^31 work items on (leaving headroom so that
 // t + stride cannot wrap a uint32_t).
@@ -103,14 +105,8 @@ UnitLauncher<Gen> UnitLauncherFor(int variant, int items_per_thread, bool wide) 
   if constexpr (V + 1 < NumVariants<Gen>::value) {
     if (variant != V) return UnitLauncherFor<Gen, V + 1>(variant, items_per_thread, wide);
   }
-  if (wide) {
-    return items_per_thread == 4   ? &LaunchUnits<Gen, V, 4, int64_t>
-           : items_per_thread == 2 ? &LaunchUnits<Gen, V, 2, int64_t>
-                                   : &LaunchUnits<Gen, V, 1, int64_t>;
-  }
-  return items_per_thread == 4   ? &LaunchUnits<Gen, V, 4, uint32_t>
-         : items_per_thread == 2 ? &LaunchUnits<Gen, V, 2, uint32_t>
-                                 : &LaunchUnits<Gen, V, 1, uint32_t>;
+  return wide ? UnitLauncherForK<Gen, V, int64_t>(items_per_thread)
+              : UnitLauncherForK<Gen, V, uint32_t>(items_per_thread);
 }
 
 template <typename Gen>
@@ -132,8 +128,8 @@ cudaError_t LaunchGenerator(const GpuLaunchArgs* args) {
     const int64_t work_items = call.geometry.num_samples * items;
     if (work_items <= 0) return cudaSuccess;
     const bool wide = work_items >= (int64_t{1} << 31);
-    return UnitLauncherFor<Gen>(VariantOf<Gen>(call.params), ItemsPerThread(items), wide)(call,
-                                                                                          items);
+    return UnitLauncherFor<Gen>(VariantOf<Gen>(call.params),
+                                ItemsPerThread(items, kMaxItemsPerThread<Gen>), wide)(call, items);
   }
 }
 

@@ -35,20 +35,49 @@ struct TabularMixtureGen {
 
   OTF_HD static void Generate(const Params& p, const sdk::SampleRng<kNumStreams>& rng, int64_t item,
                               const sdk::SampleOutputs& out) {
+    GenerateItems<0, 1>(p, rng, item, 1, out);
+  }
+
+  // Items first + k * stride, k < K (generator.h): the class once, then every item's noise
+  // and mean words, their normals, and the stores, so a GPU thread interleaves K items.
+  template <int V, int K>
+  OTF_HD static void GenerateItems(const Params& p, const sdk::SampleRng<kNumStreams>& rng,
+                                   int64_t first, int64_t stride, const sdk::SampleOutputs& out) {
     const Words4 c = rng.Block(kClassStream, 0);
     const uint64_t cls = UniformBelow(c.w0, c.w1, p.num_classes);
-    const uint32_t block = static_cast<uint32_t>(item);
-    const Words4 noise = rng.Block(kNoiseStream, block);
-    const Words4 mean = SampleBlock(p.means, cls, block);  // cluster `cls`'s means
-    float z[4];
-    BoxMuller(noise.w0, noise.w1, &z[0], &z[1]);
-    BoxMuller(noise.w2, noise.w3, &z[2], &z[3]);
-    float* x = out.get<float>(0) + 4 * item;
-    for (int k = 0; k < 4 && 4 * item + k < p.feature_dim; ++k) {
-      const float m = AddRn(MulRn(2.0f * p.separation, UniformFloat(mean[k])), -p.separation);
-      x[k] = AddRn(m, MulRn(p.cluster_std, z[k]));
+    const float scale = 2.0f * p.separation;
+    float x[K][4];
+    OTF_UNROLL
+    for (int k = 0; k < K; ++k) {
+      const uint32_t block = static_cast<uint32_t>(first + k * stride);
+      const Words4 noise = rng.Block(kNoiseStream, block);
+      const Words4 mean = SampleBlock(p.means, cls, block);  // cluster `cls`'s means
+      float z[4];
+      BoxMuller(noise.w0, noise.w1, &z[0], &z[1]);
+      BoxMuller(noise.w2, noise.w3, &z[2], &z[3]);
+      for (int i = 0; i < 4; ++i) {
+        const float m = AddRn(MulRn(scale, UniformFloat(mean[i])), -p.separation);
+        x[k][i] = AddRn(m, MulRn(p.cluster_std, z[i]));
+      }
     }
-    if (item == 0) *out.get<int32_t>(1) = static_cast<int32_t>(cls);
+    float* row = out.get<float>(0);
+#if defined(__CUDA_ARCH__)
+    if ((p.feature_dim & 3) == 0) {  // rows of whole blocks: aligned vector stores
+      OTF_UNROLL
+      for (int k = 0; k < K; ++k) {
+        *reinterpret_cast<float4*>(row + 4 * (first + k * stride)) =
+            make_float4(x[k][0], x[k][1], x[k][2], x[k][3]);
+      }
+    } else
+#endif
+    {
+      OTF_UNROLL
+      for (int k = 0; k < K; ++k) {
+        const int64_t at = 4 * (first + k * stride);
+        for (int i = 0; i < 4 && at + i < p.feature_dim; ++i) row[at + i] = x[k][i];
+      }
+    }
+    if (first == 0) *out.get<int32_t>(1) = static_cast<int32_t>(cls);  // item 0 is the first
   }
 };
 
