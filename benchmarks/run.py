@@ -23,8 +23,10 @@ into this Python, or into folder D with --target). Modes:
             rows without XLA
   copies    host<->device bytes per step, one GPU and MirroredStrategy (no_copy_profile)
   mirrored  the MirroredStrategy rows one change at a time, and the placer's log
-  kernels   the kernel bench and the launcher-generator comparison; --kernels D holds what
-            `benchmarks/kernel_bench/build.sh D` built and bazel-bin/tests/sdk_ops/*.so
+  kernels   the kernel bench (and its baseline build, if D has one), torch.rand/randn next
+            to random_batch's op and kernels (vs_torch), and the launcher-generator
+            comparison; --kernels D holds what `benchmarks/kernel_bench/build.sh D
+            [BASELINE_REV]` built and bazel-bin/tests/sdk_ops/*.so
   ptx       one PTX kernel run four ways (ptx_paths) and the input benchmark with its two
             paths (input_bench_ptx_paths); needs the test PTX (bazel-bin/tf_ops/cuda_kernel/
             test_kernels.ptx) in --kernels D or $OTF_TEST_PTX
@@ -163,8 +165,17 @@ def steps(mode, args, name):
                 "benchmarks.run: mode kernels needs --kernels D (benchmarks/kernel_bench/build.sh D, and the SDK test ops)"
             )
         k = args.kernels
-        return [
-            ("kernel_bench", [os.path.join(k, "harness"), os.path.join(k, "kernels.cubin"), "new"], 600, k),
+        benches = [gpu_run.kernel_bench(args, name("kernel_bench"))]
+        if os.path.exists(os.path.join(k, "kernel_bench_baseline")):
+            benches.append(gpu_run.kernel_bench(args, name("kernel_bench_baseline"), "kernel_bench_baseline"))
+        return benches + [
+            (
+                "vs_torch",
+                module("vs_torch", "--mib=256,1024,4096", f"--json={name('vs_torch')}.json")
+                + [f"--kernel-bench-json={cmd[-1].split('=', 1)[1]}" for _, cmd, _, _ in benches],
+                900,
+                ROOT,
+            ),
             (
                 "launcher_generators",
                 module(

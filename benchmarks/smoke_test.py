@@ -31,6 +31,7 @@ CPU_RUNS = [
     ("frameworks", ["torch", "--smoke"]),
     ("ptx_paths", ["--smoke", "--ptx", "{test_ptx}"]),
     ("soak", ["--smoke", "--quiet"]),
+    ("vs_torch", ["--smoke"]),
     ("from_python_copy", ["--smoke"]),
     (
         "input_bench_ptx_paths",
@@ -41,7 +42,8 @@ CPU_RUNS = [
     ("run", ["--wheel=tf_onthefly.whl", "--out={tmp}", "--kernels={tmp}", "--dry-run", "all"]),
 ]
 # Not run here: loops is a module the scripts import, run through them; the peers (peers/)
-# run through peer_rates; kernel_bench/ is a CUDA program built by its build.sh (GPU only).
+# run through peer_rates; kernel_bench/'s CUDA program is compiled by `bazel build //...`
+# and runs on a GPU only.
 NOT_RUN = {"__init__", "smoke_test", "loops"}
 
 

@@ -9,7 +9,11 @@ into folder D with --target, put first on every run's PYTHONPATH. Modes:
 
   tests     every tests/*_test.py with --test_device=gpu (the requires-gpu variants), as
             plain Python test files (--tests picks some: --tests=data,sdk); --kernels D,
-            holding bazel-bin/tests/sdk_ops/*.so, adds tests/sdk_test.py
+            holding bazel-bin/tests/sdk_ops/*.so, adds tests/sdk_test.py; and the kernel
+            bench (benchmarks/kernel_bench: the SDK's kernels checked bit for bit against
+            the host; --tests name kernel_bench) from D, built there by
+            `benchmarks/kernel_bench/build.sh D`: without --kernels that step fails, so a
+            GPU test run does not pass with the bench unbuilt
   smoke     the wheel's smoke test from outside the checkout (tests/wheel_smoke.py)
   sanitize  compute-sanitizer memcheck and racecheck over every GPU kernel
   all       every mode above, in that order
@@ -40,6 +44,17 @@ NO_DEVICE_TESTS = {"tutorial_test", "conventions_test"}  # read files only: noth
 PY = sys.executable
 
 
+def kernel_bench(args, out, build="kernel_bench"):
+    """The step running benchmarks/kernel_bench's program `build` from --kernels D (exit
+    status 1 on any mismatch or CUDA error), its rows in out.json; without --kernels, a step
+    that fails saying why."""
+    if not args.kernels:
+        why = f"{build}: no --kernels D (benchmarks/kernel_bench/build.sh D builds it)"
+        return (build, [PY, "-c", f"import sys; sys.exit({why!r})"], 60, ROOT)
+    label = "old" if build.endswith("baseline") else "new"
+    return (build, [os.path.join(args.kernels, build), f"--label={label}", f"--json={out}.json"], 600, args.kernels)
+
+
 def steps(mode, args, name):
     """[(step name, command, timeout seconds, working directory)] of one mode."""
     if mode == "tests":
@@ -53,6 +68,8 @@ def steps(mode, args, name):
                 print("gpu_run: sdk_test skipped (it needs --kernels with _sdk_test_ops.so)")
                 continue
             out.append((f"test_{test}", [PY, path, "--test_device=gpu"], 900, ROOT))
+        if not chosen or "kernel_bench" in args.tests.split(","):
+            out.append(("test_kernel_bench",) + kernel_bench(args, name("test_kernel_bench"))[1:])
         return out
     if mode == "smoke":  # from outside the checkout: the installed wheel, not the sources
         return [
@@ -100,8 +117,9 @@ def install(args, env):
         env["PYTHONPATH"] = os.pathsep.join(p for p in (args.target, env.get("PYTHONPATH")) if p)
     else:
         subprocess.run([PY, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", args.wheel], check=True)
-    # TensorFlow's profiler records device events only where it can load CUPTI, and
-    # kernel_bench's drift_walk_by_hand needs the CUDA 12 runtime: CUDA's own install and
+    # TensorFlow's profiler records device events only where it can load CUPTI, and the
+    # core loaded without TensorFlow finds its CUDA runtime as libcudart.so.12
+    # (tf_ops/common/cuda_runtime.h): CUDA's own install and
     # PyPI's nvidia-cuda-cupti-cu12 / nvidia-cuda-runtime-cu12, where present, on the library
     # path of every step.
     cupti = glob.glob("/usr/local/cuda*/extras/CUPTI/lib64/libcupti.so*")
