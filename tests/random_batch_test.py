@@ -391,12 +391,13 @@ class RandomBatchCpuGpuTest(device_util.DeviceTestCase):
     @device_util.DeviceTestCase.require_gpu
     def test_beyond_2_31_work_items(self):
         """More than 2^31 work items: the SDK kernel's 64-bit index path, 32 GiB on the GPU,
-        once with one item per thread (4 features) and once with four (32 features: 8 items
-        a row, sdk::ItemsPerThread). The first and last rows must equal the same samples
-        computed on the CPU as small shards.
+        with one item per thread (4 features), four (32 features: 8 items a row,
+        sdk::ItemsPerThread) and eight through GenerateItems (64 features: 16 items a row).
+        The first and last rows must equal the same samples computed on the CPU as small
+        shards.
         """
         total = tf.config.experimental.get_device_details(tf.config.list_physical_devices("GPU")[0])
-        for rows, features in [((1 << 31) + 3, 4), ((1 << 28) + 3, 32)]:
+        for rows, features in [((1 << 31) + 3, 4), ((1 << 28) + 3, 32), ((1 << 27) + 3, 64)]:
             with self.subTest(rows=rows, features=features):
                 try:
                     with tf.device("/GPU:0"):
