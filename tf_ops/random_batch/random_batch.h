@@ -89,21 +89,9 @@ struct RandomBatchGen {
         for (int i = 0; i < 4; ++i) v[k][i] = TFeature::template From<Rounding::kNearestEven>(z[i]);
       }
     }
-    Feature* row = out.get<Feature>(0);
-#if defined(__CUDA_ARCH__)
-    // Rows a multiple of 4 values long: one aligned vector store (TF aligns to 64 bytes).
-    if (kUnitRow4 || (p.feature_dim & 3) == 0) {
-      OTF_UNROLL
-      for (int k = 0; k < K; ++k) Store4(row + 4 * (first + k * stride), v[k]);
-    } else
-#endif
-    {
-      OTF_UNROLL
-      for (int k = 0; k < K; ++k) {
-        const int64_t at = 4 * (first + k * stride);
-        for (int i = 0; i < 4 && at + i < p.feature_dim; ++i) row[at + i] = v[k][i];
-      }
-    }
+    // Rows a multiple of 4 values long: aligned vector stores (TF aligns to 64 bytes).
+    sdk::StoreBlocks4<K>(out.get<Feature>(0), p.feature_dim, kUnitRow4 || (p.feature_dim & 3) == 0,
+                         first, stride, v);
     if (first == 0) *out.get<TLabel>(1) = Label(p, rng);  // block 0 can only be the first
   }
 
@@ -116,16 +104,6 @@ struct RandomBatchGen {
     return TFeature::ToFloat(down) < p.low_up ? TFeature::template From<Rounding::kDown>(p.low_up)
                                               : down;
   }
-
-#if defined(__CUDA_ARCH__)
-  OTF_HD static void Store4(float* dst, const float* v) {
-    *reinterpret_cast<float4*>(dst) = make_float4(v[0], v[1], v[2], v[3]);
-  }
-  OTF_HD static void Store4(uint16_t* dst, const uint16_t* v) {
-    *reinterpret_cast<uint2*>(dst) = make_uint2(v[0] | (static_cast<uint32_t>(v[1]) << 16),
-                                                v[2] | (static_cast<uint32_t>(v[3]) << 16));
-  }
-#endif
 
 #if !defined(__CUDACC__)
   // CPU fast paths for [0, 1) features (the default) and normals: the float32 values of the

@@ -389,6 +389,36 @@ struct HasGenerateItems<Gen, std::void_t<decltype(Gen::template GenerateItems<0,
                                  int64_t{1}, std::declval<const SampleOutputs&>()))>>
     : std::true_type {};
 
+// Stores blocks first + k * stride (k < K) of four values each into a row of n values:
+// block b is values 4b .. 4b + 3, those below n. `whole`: n is a multiple of 4 and the row
+// starts 16-byte aligned (for 16-bit values, 8-byte), so a GPU stores each block as one
+// vector.
+#if defined(__CUDA_ARCH__)
+OTF_HD void StoreVector4(float* dst, const float (&v)[4]) {
+  *reinterpret_cast<float4*>(dst) = make_float4(v[0], v[1], v[2], v[3]);
+}
+OTF_HD void StoreVector4(uint16_t* dst, const uint16_t (&v)[4]) {
+  *reinterpret_cast<uint2*>(dst) = make_uint2(v[0] | (static_cast<uint32_t>(v[1]) << 16),
+                                              v[2] | (static_cast<uint32_t>(v[3]) << 16));
+}
+#endif
+template <int K, typename T>
+OTF_HD void StoreBlocks4(T* row, int64_t n, bool whole, int64_t first, int64_t stride,
+                         const T (&v)[K][4]) {
+#if defined(__CUDA_ARCH__)
+  if (whole) {
+    OTF_UNROLL
+    for (int k = 0; k < K; ++k) StoreVector4(row + 4 * (first + k * stride), v[k]);
+    return;
+  }
+#endif
+  OTF_UNROLL
+  for (int k = 0; k < K; ++k) {
+    const int64_t at = 4 * (first + k * stride);
+    for (int i = 0; i < 4 && at + i < n; ++i) row[at + i] = v[k][i];
+  }
+}
+
 // Items per GenerateItems call on the CPU.
 constexpr int kCpuItems = 4;
 

@@ -99,13 +99,15 @@ UnitLauncher<Gen> UnitLauncherForK(int items_per_thread) {
 
 // The kernel a call needs: its variant (Gen::Variant), its items per thread
 // (ItemsPerThread), and 64-bit indexing from 2^31 work items on (leaving headroom so that
-// t + stride cannot wrap a uint32_t).
+// t + stride cannot wrap a uint32_t). The 64-bit kernels take at most 4 items a thread:
+// kernels of 8 are the slowest to compile, one more for every generator type and variant,
+// and calls of 2^31 items (8 GiB of float32 and more) are rare.
 template <typename Gen, int V = 0>
 UnitLauncher<Gen> UnitLauncherFor(int variant, int items_per_thread, bool wide) {
   if constexpr (V + 1 < NumVariants<Gen>::value) {
     if (variant != V) return UnitLauncherFor<Gen, V + 1>(variant, items_per_thread, wide);
   }
-  return wide ? UnitLauncherForK<Gen, V, int64_t>(items_per_thread)
+  return wide ? UnitLauncherForK<Gen, V, int64_t, 4>(items_per_thread)
               : UnitLauncherForK<Gen, V, uint32_t>(items_per_thread);
 }
 

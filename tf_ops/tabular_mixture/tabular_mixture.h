@@ -60,23 +60,8 @@ struct TabularMixtureGen {
         x[k][i] = AddRn(m, MulRn(p.cluster_std, z[i]));
       }
     }
-    float* row = out.get<float>(0);
-#if defined(__CUDA_ARCH__)
-    if ((p.feature_dim & 3) == 0) {  // rows of whole blocks: aligned vector stores
-      OTF_UNROLL
-      for (int k = 0; k < K; ++k) {
-        *reinterpret_cast<float4*>(row + 4 * (first + k * stride)) =
-            make_float4(x[k][0], x[k][1], x[k][2], x[k][3]);
-      }
-    } else
-#endif
-    {
-      OTF_UNROLL
-      for (int k = 0; k < K; ++k) {
-        const int64_t at = 4 * (first + k * stride);
-        for (int i = 0; i < 4 && at + i < p.feature_dim; ++i) row[at + i] = x[k][i];
-      }
-    }
+    sdk::StoreBlocks4<K>(out.get<float>(0), p.feature_dim, (p.feature_dim & 3) == 0, first, stride,
+                         x);
     if (first == 0) *out.get<int32_t>(1) = static_cast<int32_t>(cls);  // item 0 is the first
   }
 };
