@@ -107,7 +107,10 @@ def kernel_rows(paths):
             for line in f:
                 r = json.loads(line)
                 what = r.get("what", "")
-                for dist, prefix in (("uniform", "random_batch float32 uniform [0,1), "), ("normal", "random_batch float32 normal, ")):
+                for dist, prefix in (
+                    ("uniform", "random_batch float32 uniform [0,1), "),
+                    ("normal", "random_batch float32 normal, "),
+                ):
                     if what.startswith(prefix) and what.endswith(f" x {FEATURES}"):
                         out[(r["label"], r["mib"], dist)] = r["tb_s"]
     return out
@@ -130,7 +133,9 @@ def main():
     kernels = kernel_rows(args.kernel_bench_json)
 
     rows = []
-    print(f"{'MiB':>5s}  {'what':44s} {'TB/s':>6s} {'spread':>7s}  {'/ torch':>12s} {'TB/s':>6s}  {'ratio':>6s} {'spread':>7s}")
+    print(
+        f"{'MiB':>5s}  {'what':44s} {'TB/s':>6s} {'spread':>7s}  {'/ torch':>12s} {'TB/s':>6s}  {'ratio':>6s} {'spread':>7s}"
+    )
     for mib in sizes:
         for dist in ("uniform", "normal"):
             peer = "torch.randn" if dist == "normal" else "torch.rand"

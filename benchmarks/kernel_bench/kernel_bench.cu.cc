@@ -147,8 +147,8 @@ Timing Time(F launch, cudaStream_t stream) {
 // One printed and recorded row; returns its rate in TB/s (best).
 double Report(const std::string& what, int64_t mib, const Timing& t, double bytes) {
   const double tbs = bytes / (t.best_ms * 1e-3) / 1e12;
-  std::printf("%-8s %5" PRId64 " MiB  %-58s best %8.3f ms  median %8.3f ms  %5.2f TB/s\n",
-              g_label, mib, what.c_str(), t.best_ms, t.median_ms, tbs);
+  std::printf("%-8s %5" PRId64 " MiB  %-58s best %8.3f ms  median %8.3f ms  %5.2f TB/s\n", g_label,
+              mib, what.c_str(), t.best_ms, t.median_ms, tbs);
   std::fflush(stdout);
   if (g_json) {
     std::fprintf(g_json,
@@ -186,7 +186,8 @@ void CheckHalfConversionsEverywhere() {
   for (int c = 0; c < 4; ++c) {
     std::printf("%-8s 16-bit conversion %-16s over every finite float32: %llu mismatches%s\n",
                 g_label, names[c], bad[c], bad[c] ? "" : " (OK)");
-    if (bad[c]) std::printf("%-8s   first mismatch at float32 bits 0x%08x\n", g_label, first_bad[c]);
+    if (bad[c])
+      std::printf("%-8s   first mismatch at float32 bits 0x%08x\n", g_label, first_bad[c]);
     g_ok &= bad[c] == 0;
   }
   CK(cudaFree(counts));
@@ -205,27 +206,36 @@ Ceilings References(int64_t mib, cudaStream_t stream) {
   const PhiloxKey key{0x12345678u, 0x9ABCDEF0u};
   const int t = 256;
   const int fill_grid = ResidentGrid(reinterpret_cast<const void*>(&RefFill), t);
-  Report("ref: fill, float4 stores", mib, Time([&] {
-           RefFill<<<fill_grid, t, 0, stream>>>(out, n4);
-           return cudaGetLastError();
-         }, stream),
+  Report("ref: fill, float4 stores", mib,
+         Time(
+             [&] {
+               RefFill<<<fill_grid, t, 0, stream>>>(out, n4);
+               return cudaGetLastError();
+             },
+             stream),
          bytes);
   const int uni_grid = ResidentGrid(reinterpret_cast<const void*>(&RefPhiloxUniform), t);
   Ceilings c{};
-  c.uniform = Report("ref: bare Philox uniform, float4 stores", mib, Time([&] {
-                       RefPhiloxUniform<<<uni_grid, t, 0, stream>>>(out, n4, key);
-                       return cudaGetLastError();
-                     }, stream),
+  c.uniform = Report("ref: bare Philox uniform, float4 stores", mib,
+                     Time(
+                         [&] {
+                           RefPhiloxUniform<<<uni_grid, t, 0, stream>>>(out, n4, key);
+                           return cudaGetLastError();
+                         },
+                         stream),
                      bytes);
   auto normals = [&](auto kernel, int n) {
     const unsigned grid = static_cast<unsigned>((n4 / n + t - 1) / t);
     char what[96];
     std::snprintf(what, sizeof(what), "ref: exact normals (normal.h), %d block%s a thread", n,
                   n > 1 ? "s" : "");
-    c.normal = std::max(c.normal, Report(what, mib, Time([&] {
-                                           kernel<<<grid, t, 0, stream>>>(out, n4, key);
-                                           return cudaGetLastError();
-                                         }, stream),
+    c.normal = std::max(c.normal, Report(what, mib,
+                                         Time(
+                                             [&] {
+                                               kernel<<<grid, t, 0, stream>>>(out, n4, key);
+                                               return cudaGetLastError();
+                                             },
+                                             stream),
                                          bytes));
   };
   normals(&ExactNormals<1>, 1);
@@ -331,8 +341,8 @@ struct Call {
       bad_rows += dev[0] != host[0] || dev[1] != host[1];
     }
     if (bad_rows) {
-      std::printf("%-8s MISMATCH: %s: %d of 64 rows differ from the host\n", g_label,
-                  what.c_str(), bad_rows);
+      std::printf("%-8s MISMATCH: %s: %d of 64 rows differ from the host\n", g_label, what.c_str(),
+                  bad_rows);
       g_ok = false;
     }
   }
@@ -387,7 +397,8 @@ void Ratio(int64_t mib, const char* what, double num, double den, const char* of
               target > 0 ? (num / den >= target ? "  (target met)" : "  (BELOW TARGET)") : "");
   if (g_json)
     std::fprintf(g_json,
-                 "{\"label\": \"%s\", \"mib\": %" PRId64 ", \"ratio\": \"%s / %s\", \"value\": %.4f}\n",
+                 "{\"label\": \"%s\", \"mib\": %" PRId64
+                 ", \"ratio\": \"%s / %s\", \"value\": %.4f}\n",
                  g_label, mib, what, of, num / den);
 }
 
