@@ -391,8 +391,9 @@ class RandomBatchCpuGpuTest(device_util.DeviceTestCase):
     @device_util.DeviceTestCase.require_gpu
     def test_beyond_2_31_work_items(self):
         """More than 2^31 work items: the SDK kernel's 64-bit index path, 32 GiB on the GPU,
-        with one item per thread (4 features), four (32 features: 8 items a row,
-        sdk::ItemsPerThread) and eight through GenerateItems (64 features: 16 items a row).
+        with one item per thread (4 features) and four (32 features: 8 items a row,
+        sdk::ItemsPerThread; 64 features: 16 items a row, which the 32-bit kernel would run
+        eight at a time), every unit through one GenerateItems call.
         The first and last rows must equal the same samples computed on the CPU as small
         shards.
         """
