@@ -53,6 +53,11 @@ struct TeacherTaskGen {
   using Params = teacher_task::Params;
   static constexpr int kNumStreams = 2;
 
+  // One item is the whole sample: its label needs every feature. Its cost is the teacher
+  // (hidden x ceil(feature_dim / 4) Philox blocks of W1 a sample, plus b1 and W2), against
+  // ceil(feature_dim / 4) blocks of normal features, so interleaving the normals of several
+  // items (the SDK's GenerateItems) would change little of a sample's time (hidden = 32 by
+  // default: 32 blocks of the teacher for each block of features).
   OTF_HD static int64_t ItemsPerSample(const Params&) { return 1; }
 
   OTF_HD static void Generate(const Params& p, const sdk::SampleRng<kNumStreams>& rng, int64_t,
