@@ -21,6 +21,10 @@ into this Python, or into folder D with --target). Modes:
             its int32 labels captured as int32 and as the bench keeps them, beside
             op-in-step (host-to-device copies and wall time a step), then the bench's cnn
             rows without XLA
+  floor     small and big batches under XLA against their floors: small_mlp and wide_mlp
+            fit64 jit on, constant against op-in-step, 5 rounds, with XLA's command buffers
+            (CUDA graphs) as they come and turned off (XLA_FLAGS), and small_mlp's step
+            traced (where each microsecond of op-in-step's step goes)
   copies    host<->device bytes per step, one GPU and MirroredStrategy (no_copy_profile)
   mirrored  the MirroredStrategy rows one change at a time, and the placer's log
   kernels   the kernel bench (and its baseline build, if D has one), torch.rand/randn next
@@ -46,7 +50,20 @@ import sys
 from tools.testing import gpu_run
 
 ROOT, PY = gpu_run.ROOT, gpu_run.PY
-MODES = ["bench", "rates", "frameworks", "cost", "trace", "bound", "copies", "mirrored", "kernels", "ptx", "soak"]
+MODES = [
+    "bench",
+    "rates",
+    "frameworks",
+    "cost",
+    "trace",
+    "bound",
+    "floor",
+    "copies",
+    "mirrored",
+    "kernels",
+    "ptx",
+    "soak",
+]
 
 
 def module(name, *args):
@@ -144,6 +161,20 @@ def steps(mode, args, name):
         ]
         rows = [PY, "-m", "tf_onthefly.bench", "--device=gpu", "--configs=cnn", "--modes=fit1,fit64", "--jit=off"]
         return traces + [("bench_cnn", rows + [f"--out={name('bench_cnn')}"], 300, ROOT)]
+    if mode == "floor":
+        rows = [PY, "-m", "tf_onthefly.bench", "--device=gpu", "--configs=small_mlp,wide_mlp", "--modes=fit64"]
+        rows += ["--jit=on", "--paths=constant,op-in-step", "--rounds=5"]
+        no_graphs = ["env", "XLA_FLAGS=--xla_gpu_enable_command_buffer="]
+        return [
+            ("bench_floor", rows + [f"--out={name('bench_floor')}"], 300, ROOT),
+            ("bench_floor_no_command_buffers", no_graphs + rows + [f"--out={name('bench_floor_ncb')}"], 300, ROOT),
+            (
+                "step_timeline_small_mlp_fit64_jit",
+                module("step_timeline", "--mode=fit64", "--jit", "--paths=constant,op-in-step"),
+                300,
+                ROOT,
+            ),
+        ]
     if mode == "copies":
         return [
             ("no_copy_profile", module("no_copy_profile"), 400, ROOT),

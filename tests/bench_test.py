@@ -200,6 +200,26 @@ class VerdictTest(tf.test.TestCase):
         (bad,) = _verdict.disagreements(table, made)
         self.assertEqual(bad[1], "op-in-step")
 
+    def test_a_big_batch_verdict_names_the_write_floor(self):
+        # wide_mlp under XLA on an H100: 64 MiB a step, the constant batch at 5,887 steps/s;
+        # at a 3,280 GB/s write ceiling the batch's write alone takes 20 us of a 170 us step.
+        def row(path, ratio, u, status=""):
+            r = dict(config="wide_mlp", mode="fit64", jit=True, path=path, vs_constant=ratio, uncertainty=u,
+                     status=status, input_share=max(0.0, 1 - ratio), steps_per_s=5887.0 * ratio,
+                     batch_bytes=64 << 20, write_gb_per_s=3280.0)  # fmt: skip
+            return r
+
+        table = [row("constant", 1.0, 0.01, "upper bound"), row("numpy+prefetch", 0.002, 0.001),
+                 row("op-in-step", 0.86, 0.01)]  # fmt: skip
+        for r in table:
+            r["write_floor"] = _measure.write_floor(r, table[0])
+        self.assertIsNone(table[0]["write_floor"])
+        self.assertIsNone(table[1]["write_floor"])  # made outside the step
+        self.assertAllClose(table[2]["write_floor"], 1 / (1 + (64 << 20) / 3280e9 * 5887.0))
+        (v,) = bench.verdicts(table)
+        self.assertIn("Writing its 64 MiB batch takes a step at least 20 us at the 3280 GB/s write ceiling", v["text"])
+        self.assertIn("reaches 0.89x the constant batch at best; op-in-step measured 96% of that.", v["text"])
+
 
 class BenchTest(device_util.DeviceTestCase):
     def test_every_path_mode_and_outputs(self):
@@ -229,6 +249,9 @@ class BenchTest(device_util.DeviceTestCase):
         self.assertLen(written["verdicts"], len(bench.MODES))
         self.assertGreater(os.path.getsize(os.path.join(out, "bench.png")), 1000)
         self.assertEqual(_verdict.disagreements(table), [])
+        for row in table:  # the write ceiling measured in the run, the floor of in-step rows
+            self.assertGreater(row["write_gb_per_s"], 0)
+            self.assertEqual(row["write_floor"] is not None, row["path"] in ("op-in-step", "tf-stateless"), row)
         self.assertIn("vs constant", bench.format_table(table))
         self.assertIn(" ± ", bench.format_table(table))
 

@@ -101,6 +101,7 @@ def main(argv):
         elapsed_s=elapsed,
         measuring_s=TIMES["measuring_s"],
         setup_s=TIMES["setup_s"],
+        write_gb_per_s=table[0]["write_gb_per_s"] if table else None,
         date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     )
     write_outputs(table, FLAGS.out, meta)

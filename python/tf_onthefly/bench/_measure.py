@@ -5,6 +5,7 @@ docstring says how, and why no row can claim the impossible)."""
 import gc
 import math
 import statistics
+import threading
 import time
 
 import numpy as np
@@ -117,7 +118,9 @@ class _FitRunner(_Runner):
         return timing.call_times(chunk, chunks, warmup=discard, sync=lambda logs: float(logs["loss"]))
 
     def close(self):
+        objects = [self.iterator, self.model, self.ds]
         self.iterator = self.model = self.ds = None
+        _release(objects)
 
 
 class _LoopRunner(_Runner):
@@ -161,10 +164,19 @@ class _LoopRunner(_Runner):
         return timing.call_times(chunk, chunks, warmup=discard, sync=lambda out: out.numpy())
 
     def close(self):
+        objects = [self.iterator, self.call]
         self.iterator = self.call = None
+        _release(objects)
 
 
 SHARED_MODEL = ("numpy", "numpy+prefetch", "op-cpu-tfdata")  # built-in dataset paths: one model a setting
+
+
+def _release(objects):
+    """Drops the last references to `objects` (a list) on a thread of its own: deleting a
+    tf.data iterator whose prefetch is autotuned waits for its tuning thread, seconds after
+    a few seconds of use, which would otherwise be the run's time."""
+    threading.Thread(target=objects.clear, daemon=True).start()
 
 
 def _make_runner(cfg, path, mode, jit, built=None):
@@ -291,7 +303,7 @@ def run(config_names, paths, modes, jits, gpu, seconds, rounds=3, progress=print
     all_cfgs = _configs.configs(gpu)
     settings = settings or [(m, j) for m in modes for j in jits]
     groups = [(c, m, j) for c in config_names for m, j in settings]
-    t_start, setup_s, setups, table = time.perf_counter(), 0.0, 0, []
+    t_start, setup_s, setups, table, ceiling = time.perf_counter(), 0.0, 0, [], None
     TIMES.update(measuring_s=0.0, setup_s=0.0)
     per_group_measure = len(paths) * rounds * seconds
 
@@ -334,6 +346,8 @@ def run(config_names, paths, modes, jits, gpu, seconds, rounds=3, progress=print
             stats = measure(runners, rounds, progress=lambda m: progress(f"{label}: {m}"), time_left=time_left)
         TIMES["measuring_s"] += time.perf_counter() - t0
         nbytes = _configs.batch_bytes(cfg)
+        if ceiling is None:
+            ceiling = write_ceiling(device, gpu)
         for path, s in stats.items():
             table.append(
                 dict(
@@ -345,9 +359,15 @@ def run(config_names, paths, modes, jits, gpu, seconds, rounds=3, progress=print
                     samples_per_s=s["steps_per_s"] * cfg["batch"],
                     input_gb_per_s=s["steps_per_s"] * nbytes / 1e9,
                     input_share=_input_share(s),
+                    batch_bytes=nbytes,
+                    write_gb_per_s=ceiling / 1e9,
                     **s,
                 )
             )
+        group = table[len(table) - len(stats) :]
+        constant = next((r for r in group if r["path"] == "constant"), None)
+        for r in group:
+            r["write_floor"] = write_floor(r, constant) if constant else None
         for path, why in skipped:
             progress(f"{label}: {path} skipped ({why})")
         for runner in runners.values():
@@ -356,6 +376,35 @@ def run(config_names, paths, modes, jits, gpu, seconds, rounds=3, progress=print
         gc.collect()
         progress(f"{label}: done ({_duration(time.perf_counter() - t_start)} so far)")
     return table
+
+
+def write_ceiling(device, gpu, calls=40):
+    """Bytes a second the device's memory takes when written, measured here: `calls` fills
+    of 256 MiB (16 MiB on a CPU) queued back to back (a fill writes and reads nothing), the
+    best of three. A step whose batch is made on the device writes the batch's bytes at
+    least once: at this rate that takes batch bytes / ceiling seconds (the write floor)."""
+    n = ((256 if gpu else 16) << 20) // 4
+    with tf.device(device):
+        fill = tf.function(lambda v: tf.fill([n], v)[-1:])  # only one element leaves the device
+        fill(tf.constant(1.0)).numpy()  # trace, allocate
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            for i in range(calls):
+                out = fill(tf.constant(float(i)))
+            out.numpy()
+            best = min(best, time.perf_counter() - t0)
+    return calls * n * 4 / best
+
+
+def write_floor(row, constant):
+    """The highest `vs constant` a path that writes its batch each step can reach: the
+    constant batch's step plus the batch's bytes at the measured write ceiling (None where
+    the row has no such figures, or its path does not make its batch in the step)."""
+    if row["path"] == "constant" or not _configs.in_step(row["path"]) or not row.get("write_gb_per_s"):
+        return None
+    write_s = row["batch_bytes"] / (row["write_gb_per_s"] * 1e9)
+    return 1.0 / (1.0 + write_s * constant["steps_per_s"])
 
 
 def _input_share(s):

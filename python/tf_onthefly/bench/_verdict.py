@@ -72,6 +72,21 @@ def _above(r):
     return f"{r['vs_constant']:.2f}x ± {r['uncertainty']:.2f} the constant batch, above it"
 
 
+def _floor_text(path, r):
+    """Where the path's batch is written in the step and writing it costs the step 1 % or
+    more: the write floor (the batch's bytes at the write ceiling measured in the run) and
+    how close the path comes to it."""
+    floor = r.get("write_floor")
+    if not floor or floor > 0.99:
+        return ""
+    write_us = 1e6 * r["batch_bytes"] / (r["write_gb_per_s"] * 1e9)
+    return (
+        f" Writing its {r['batch_bytes'] / 2**20:.0f} MiB batch takes a step at least {write_us:.0f} us at the "
+        f"{r['write_gb_per_s']:.0f} GB/s write ceiling measured in this run, so a batch made in the step reaches "
+        f"{floor:.2f}x the constant batch at best; {path} measured {r['vs_constant'] / floor:.0%} of that."
+    )
+
+
 def _verdict(rows, key):
     name, mode, jit = key
     where = f"{name}, {mode}, jit {'on' if jit else 'off'}"
@@ -117,4 +132,5 @@ def _verdict(rows, key):
         text += f" Use {use}: no other path is measurably faster here."
         if above:
             text += f" It measured {_above(rows[use])}, so the constant batch is not this setting's bound."
+    text += _floor_text(use, rows[use])
     return dict(text=text, use=use, gain=gain)
