@@ -31,58 +31,77 @@
 #include <string>
 
 // X(return type, name, (parameters), (arguments)): every CUDA runtime entry point forwarded.
-#define OTF_CUDA_RUNTIME_ENTRY_POINTS(X)                                                         \
-  /* Registration of the fat binaries and kernels (clang's module constructor, destructor) */    \
-  X(void**, __cudaRegisterFatBinary, (void* fat_cubin), (fat_cubin))                             \
-  X(void, __cudaRegisterFatBinaryEnd, (void** handle), (handle))                                 \
-  X(void, __cudaUnregisterFatBinary, (void** handle), (handle))                                  \
-  X(void, __cudaRegisterFunction,                                                                \
-    (void** handle, const char* host_fun, char* device_fun, const char* device_name,             \
-     int thread_limit, uint3* tid, uint3* bid, dim3* block_dim, dim3* grid_dim, int* warp_size), \
-    (handle, host_fun, device_fun, device_name, thread_limit, tid, bid, block_dim, grid_dim,     \
-     warp_size))                                                                                 \
-  X(void, __cudaRegisterVar,                                                                     \
-    (void** handle, char* host_var, char* device_address, const char* device_name, int ext,      \
-     size_t size, int constant, int global),                                                     \
-    (handle, host_var, device_address, device_name, ext, size, constant, global))                \
-  /* Launches: <<<>>> (push, pop, launch) and sdk::LaunchKernel */                               \
-  X(unsigned, __cudaPushCallConfiguration,                                                       \
-    (dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream),                           \
-    (grid, block, shared_bytes, stream))                                                         \
-  X(cudaError_t, __cudaPopCallConfiguration,                                                     \
-    (dim3 * grid, dim3 * block, size_t * shared_bytes, void* stream),                            \
-    (grid, block, shared_bytes, stream))                                                         \
-  X(cudaError_t, cudaLaunchKernel,                                                               \
-    (const void* func, dim3 grid, dim3 block, void** args, size_t shared_bytes,                  \
-     cudaStream_t stream),                                                                       \
-    (func, grid, block, args, shared_bytes, stream))                                             \
-  /* Device and kernel queries (sdk::ResidentBlocks, CUB) */                                     \
-  X(cudaError_t, cudaGetDevice, (int* device), (device))                                         \
-  X(cudaError_t, cudaDeviceGetAttribute, (int* value, cudaDeviceAttr attr, int device),          \
-    (value, attr, device))                                                                       \
-  X(cudaError_t, cudaOccupancyMaxActiveBlocksPerMultiprocessor,                                  \
-    (int* blocks, const void* func, int block_size, size_t dynamic_shared_bytes),                \
-    (blocks, func, block_size, dynamic_shared_bytes))                                            \
-  X(cudaError_t, cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,                         \
-    (int* blocks, const void* func, int block_size, size_t dynamic_shared_bytes,                 \
-     unsigned int flags),                                                                        \
-    (blocks, func, block_size, dynamic_shared_bytes, flags))                                     \
-  X(cudaError_t, cudaFuncGetAttributes, (cudaFuncAttributes * attr, const void* func),           \
-    (attr, func))                                                                                \
-  /* Errors */                                                                                   \
-  X(cudaError_t, cudaGetLastError, (), ())                                                       \
-  X(cudaError_t, cudaPeekAtLastError, (), ())                                                    \
-  X(const char*, cudaGetErrorName, (cudaError_t error), (error))                                 \
-  X(const char*, cudaGetErrorString, (cudaError_t error), (error))                               \
-  /* Memory on the op's stream (launcher generators) */                                          \
-  X(cudaError_t, cudaMemsetAsync, (void* ptr, int value, size_t count, cudaStream_t stream),     \
-    (ptr, value, count, stream))                                                                 \
-  X(cudaError_t, cudaMemcpyAsync,                                                                \
-    (void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream),        \
-    (dst, src, count, kind, stream))                                                             \
-  /* What CCCL's device-wide algorithms (cub::Device*, thrust on a stream) call */               \
-  X(cudaError_t, cudaGetDeviceCount, (int* count), (count))                                      \
-  X(cudaError_t, cudaSetDevice, (int device), (device))                                          \
+#define OTF_CUDA_RUNTIME_ENTRY_POINTS(X)                                                           \
+  /* Registration of the fat binaries and kernels (clang's module constructor, destructor) */      \
+  X(void**, __cudaRegisterFatBinary, (void* fat_cubin), (fat_cubin))                               \
+  X(void, __cudaRegisterFatBinaryEnd, (void** handle), (handle))                                   \
+  X(void, __cudaUnregisterFatBinary, (void** handle), (handle))                                    \
+  X(void, __cudaRegisterFunction,                                                                  \
+    (void** handle, const char* host_fun, char* device_fun, const char* device_name,               \
+     int thread_limit, uint3* tid, uint3* bid, dim3* block_dim, dim3* grid_dim, int* warp_size),   \
+    (handle, host_fun, device_fun, device_name, thread_limit, tid, bid, block_dim, grid_dim,       \
+     warp_size))                                                                                   \
+  X(void, __cudaRegisterVar,                                                                       \
+    (void** handle, char* host_var, char* device_address, const char* device_name, int ext,        \
+     size_t size, int constant, int global),                                                       \
+    (handle, host_var, device_address, device_name, ext, size, constant, global))                  \
+  /* Launches: <<<>>> (push, pop, launch) and sdk::LaunchKernel */                                 \
+  X(unsigned, __cudaPushCallConfiguration,                                                         \
+    (dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream),                             \
+    (grid, block, shared_bytes, stream))                                                           \
+  X(cudaError_t, __cudaPopCallConfiguration,                                                       \
+    (dim3 * grid, dim3 * block, size_t * shared_bytes, void* stream),                              \
+    (grid, block, shared_bytes, stream))                                                           \
+  X(cudaError_t, cudaLaunchKernel,                                                                 \
+    (const void* func, dim3 grid, dim3 block, void** args, size_t shared_bytes,                    \
+     cudaStream_t stream),                                                                         \
+    (func, grid, block, args, shared_bytes, stream))                                               \
+  /* Device and kernel queries (sdk::ResidentBlocks, CUB) */                                       \
+  X(cudaError_t, cudaGetDevice, (int* device), (device))                                           \
+  X(cudaError_t, cudaDeviceGetAttribute, (int* value, cudaDeviceAttr attr, int device),            \
+    (value, attr, device))                                                                         \
+  X(cudaError_t, cudaOccupancyMaxActiveBlocksPerMultiprocessor,                                    \
+    (int* blocks, const void* func, int block_size, size_t dynamic_shared_bytes),                  \
+    (blocks, func, block_size, dynamic_shared_bytes))                                              \
+  X(cudaError_t, cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,                           \
+    (int* blocks, const void* func, int block_size, size_t dynamic_shared_bytes,                   \
+     unsigned int flags),                                                                          \
+    (blocks, func, block_size, dynamic_shared_bytes, flags))                                       \
+  X(cudaError_t, cudaFuncGetAttributes, (cudaFuncAttributes * attr, const void* func),             \
+    (attr, func))                                                                                  \
+  X(cudaError_t, cudaRuntimeGetVersion, (int* version), (version))                                 \
+  X(cudaError_t, cudaDriverGetVersion, (int* version), (version))                                  \
+  /* Kernel settings and launch forms a launcher uses (dynamic shared memory above 48 KiB:  */     \
+  /* cudaFuncAttributeMaxDynamicSharedMemorySize; cudaLaunchKernelEx calls ...ExC)          */     \
+  X(cudaError_t, cudaFuncSetAttribute, (const void* func, cudaFuncAttribute attr, int value),      \
+    (func, attr, value))                                                                           \
+  X(cudaError_t, cudaFuncSetCacheConfig, (const void* func, cudaFuncCache config), (func, config)) \
+  X(cudaError_t, cudaLaunchKernelExC,                                                              \
+    (const cudaLaunchConfig_t* config, const void* func, void** args), (config, func, args))       \
+  X(cudaError_t, cudaLaunchCooperativeKernel,                                                      \
+    (const void* func, dim3 grid, dim3 block, void** args, size_t shared_bytes,                    \
+     cudaStream_t stream),                                                                         \
+    (func, grid, block, args, shared_bytes, stream))                                               \
+  X(cudaError_t, cudaStreamIsCapturing, (cudaStream_t stream, cudaStreamCaptureStatus * status),   \
+    (stream, status))                                                                              \
+  /* Errors */                                                                                     \
+  X(cudaError_t, cudaGetLastError, (), ())                                                         \
+  X(cudaError_t, cudaPeekAtLastError, (), ())                                                      \
+  X(const char*, cudaGetErrorName, (cudaError_t error), (error))                                   \
+  X(const char*, cudaGetErrorString, (cudaError_t error), (error))                                 \
+  /* Memory on the op's stream (launcher generators) */                                            \
+  X(cudaError_t, cudaMemsetAsync, (void* ptr, int value, size_t count, cudaStream_t stream),       \
+    (ptr, value, count, stream))                                                                   \
+  X(cudaError_t, cudaMemcpyAsync,                                                                  \
+    (void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream),          \
+    (dst, src, count, kind, stream))                                                               \
+  X(cudaError_t, cudaMemcpy2DAsync,                                                                \
+    (void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,        \
+     cudaMemcpyKind kind, cudaStream_t stream),                                                    \
+    (dst, dpitch, src, spitch, width, height, kind, stream))                                       \
+  /* What CCCL's device-wide algorithms (cub::Device*, thrust on a stream) call */                 \
+  X(cudaError_t, cudaGetDeviceCount, (int* count), (count))                                        \
+  X(cudaError_t, cudaSetDevice, (int device), (device))                                            \
   X(cudaError_t, cudaStreamSynchronize, (cudaStream_t stream), (stream))
 
 namespace tf_onthefly {

@@ -12,6 +12,14 @@
 #error "gpu_launch.h is for CUDA sources (*.cu.cc) only"
 #endif
 
+// CCCL's device-wide algorithms (cub::Device*) emit NVTX ranges, and NVTX dlopens its
+// injection library: a dlopen@GLIBC_2.34 reference that costs the library its manylinux tag
+// (tests/symbol_versions_test.py). No range is wanted from a generator: off, for every CUB
+// header included after this one (the SDK's compile flags define it too, for any order).
+#ifndef CCCL_DISABLE_NVTX
+#define CCCL_DISABLE_NVTX
+#endif
+
 #include <cuda_runtime.h>
 
 #include <atomic>

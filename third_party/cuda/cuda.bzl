@@ -18,12 +18,15 @@ load("@local_config_cuda//:defs.bzl", "CUDA_ARCHS", "CUDA_CLANG", "CUDA_PATH", "
 #   after their __host__ __device__ attributes, where clang reads it as applying to the
 #   return type and refuses it (only the deprecation warnings are lost);
 # - clang_cuda_prelude.h (-include, in the rule below): see the file.
+# CCCL_DISABLE_NVTX: no NVTX ranges from CUB's device-wide algorithms, whose NVTX would
+# reference dlopen@GLIBC_2.34 (tf_ops/sdk/gpu_launch.h).
 CUDA_COPTS = [
     "-x",
     "cuda",
     "-Xclang",
     "-fcuda-allow-variadic-functions",
     "-DCCCL_IGNORE_DEPRECATED_API",
+    "-DCCCL_DISABLE_NVTX",
     "-std=c++17",
     "-O3",
     "-fPIC",
