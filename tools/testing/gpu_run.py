@@ -40,7 +40,9 @@ import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 MODES = ["tests", "smoke", "sanitize"]
-NO_DEVICE_TESTS = {"tutorial_test", "conventions_test"}  # read files only: nothing runs on a GPU
+# Tests that read files only (nothing runs on a GPU; symbol_versions_test takes its libraries
+# from Bazel).
+NO_DEVICE_TESTS = {"tutorial_test", "conventions_test", "symbol_versions_test"}
 PY = sys.executable
 
 
