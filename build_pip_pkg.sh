@@ -70,10 +70,15 @@ cp pyproject.toml setup.py README.md LICENSE "$stage/"
 cp python/tf_onthefly/*.py "$pkg/_build_info.py" "$pkg/libtf_onthefly_core.so" "$tmp"/_ops_tf*.so \
   "$tmp/_variants.py" "$stage/tf_onthefly/"
 for sub in bench jax torch; do cp python/tf_onthefly/$sub/*.py "$stage/tf_onthefly/$sub/"; done
-# The counter contract's C++ headers, for code compiled against the installed wheel
-# (tf_onthefly.include_dir()).
-mkdir -p "$stage/tf_onthefly/include/tf_ops/common"
-cp tf_ops/common/philox.h tf_ops/common/uniform.h "$stage/tf_onthefly/include/tf_ops/common/"
+# The SDK, for generators built against the installed wheel (tf_onthefly.sysconfig,
+# python -m tf_onthefly.build): every header a generator's code includes (none includes a
+# TensorFlow header; tf_glue.h, the TensorFlow front end's, stays out), the CUDA runtime
+# forwarders' source every such library compiles in, and clang's CUDA prelude.
+for f in tf_ops/sdk/*.h tf_ops/common/*.h tf_ops/common/cuda_runtime.cc third_party/cuda/clang_cuda_prelude.h; do
+  [ "$f" = tf_ops/common/tf_glue.h ] && continue
+  mkdir -p "$stage/tf_onthefly/include/$(dirname "$f")"
+  cp "$f" "$stage/tf_onthefly/include/$f"
+done
 chmod -R u+w "$stage"
 # No build isolation: setuptools and wheel from requirements.txt, so it works offline.
 # SOURCE_DATE_EPOCH fixes the zip's timestamps: the same inputs give the same wheel bytes.

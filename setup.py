@@ -64,7 +64,15 @@ class PlatformWheel(bdist_wheel):
 setup(
     version=VERSION,
     packages=["tf_onthefly", "tf_onthefly.bench", "tf_onthefly.jax", "tf_onthefly.torch"],
-    package_data={"tf_onthefly": ["*.so", "include/tf_ops/common/*.h"]},
+    package_data={
+        "tf_onthefly": [
+            "*.so",
+            "include/tf_ops/common/*.h",
+            "include/tf_ops/common/cuda_runtime.cc",
+            "include/tf_ops/sdk/*.h",
+            "include/third_party/cuda/*.h",
+        ]
+    },
     include_package_data=False,
     zip_safe=False,
     distclass=BinaryDistribution,

@@ -6,6 +6,7 @@ per produced sample."""
 
 import os
 import re
+import shutil
 
 import numpy as np
 import tensorflow as tf
@@ -16,10 +17,9 @@ from tf_onthefly import _load
 import device_util
 
 # A library of generators of its own: it registers them into the core as it loads, and
-# TensorFlow's front end registers their ops.
-LIB = _load.load_generator_library(
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), "sdk_ops", "_sdk_test_ops.so")
-)
+# TensorFlow's front end registers their ops (LIB: the ops' generated functions).
+SDK_OPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sdk_ops", "_sdk_test_ops.so")
+LIB = _load.load_generator_library(SDK_OPS)
 
 
 def common(batch_size, first_sample=0, num_samples=-1, step=0):
@@ -146,6 +146,52 @@ class SdkTest(device_util.DeviceTestCase):
                 )()
                 self.assertAllEqual(walks, want[0])
                 self.assertAllEqual(labels, want[1])
+
+
+class LoadGeneratorsTest(tf.test.TestCase):
+    """tf_onthefly.load_generators: a library's generators registered as the built-in ones are."""
+
+    def test_registered_like_the_builtin_ones(self):
+        functions = tf_onthefly.load_generators(SDK_OPS)
+        self.assertIn("sdk_test_cccl_sort", functions)
+        entry = tf_onthefly.REGISTRY["sdk_test_cccl_sort"]
+        self.assertEqual(entry.op, "OnTheFly>SdkTestCcclSort")
+        self.assertEqual(entry.library, os.path.realpath(SDK_OPS))
+        self.assertIs(tf_onthefly.GENERATORS["sdk_test_cccl_sort"], functions["sdk_test_cccl_sort"])
+        self.assertIs(tf_onthefly.sdk_test_cccl_sort, functions["sdk_test_cccl_sort"])
+        with tf.device("/CPU:0"):
+            keys, sums = tf_onthefly.sdk_test_cccl_sort(64, seed=[1, 2], step=5, first_sample=3, num_samples=40)
+            want = LIB.on_the_fly_sdk_test_cccl_sort(**common(64, 3, 40, step=5))
+            self.assertAllEqual(keys, want[0])
+            self.assertAllEqual(sums, want[1])
+            # The arguments are checked as the built-in wrappers check them (tf_onthefly/_args.py).
+            with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "batch_size must be an integer"):
+                tf_onthefly.sdk_test_cccl_sort(64.5, seed=1, step=0)
+            with self.assertRaisesRegex(TypeError, "unexpected keyword argument 'length'"):
+                tf_onthefly.sdk_test_cccl_sort(64, seed=1, step=0, length=3)
+        # Not differentiable, as every generator: registered with no gradient function (an
+        # op never registered raises LookupError here).
+        from tensorflow.python.framework import ops as tf_ops
+
+        self.assertIsNone(tf_ops._gradient_registry.lookup("OnTheFly>SdkTestCcclSort"))
+
+    def test_same_file_twice_returns_the_same_functions(self):
+        first = tf_onthefly.load_generators(SDK_OPS)
+        self.assertEqual(tf_onthefly.load_generators(SDK_OPS), first)
+
+    def test_missing_file(self):
+        missing = os.path.join(self.get_temp_dir(), "libnone.so")
+        with self.assertRaisesRegex(ImportError, re.escape(f"{missing}: no such file")):
+            tf_onthefly.load_generators(missing)
+
+    def test_another_file_with_the_same_generators_is_refused(self):
+        tf_onthefly.load_generators(SDK_OPS)
+        copy = os.path.join(self.get_temp_dir(), "libcopy.so")
+        shutil.copyfile(SDK_OPS, copy)
+        with self.assertRaisesRegex(
+            ImportError, re.escape(copy) + r".*OnTheFly>SdkTestCcclSort.*registered already, by .*_sdk_test_ops.so"
+        ):
+            tf_onthefly.load_generators(copy)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,13 @@ runs a CUDA kernel written from Python (PTX) as a native TensorFlow op (docs/int
 with `contract_source()` (the counter contract's helpers as CUDA source) and
 `ptx_entries(ptx)` beside it; `tf_onthefly.interop.DeviceBridge` hands device arrays of CuPy,
 PyTorch, Numba or JAX to TensorFlow.
+
+    tf_onthefly.load_generators("build/libmy_generators.so")
+
+registers the generators of a library built from one's own folder against the installed
+package (`python -m tf_onthefly.build FOLDER`, tf_onthefly.sysconfig) as the built-in ones
+are: functions of this package, REGISTRY and GENERATORS entries, TensorFlow ops with XLA
+kernels (examples/external_generator/).
 """
 
 import importlib
@@ -47,7 +54,7 @@ def _load_tensorflow_parts():
         )
     data = importlib.import_module("tf_onthefly.data")
     generator = importlib.import_module("tf_onthefly._generator")
-    generator.load_generators()
+    generator.import_builtin_generators()
     globals().update(
         data=data,
         GENERATORS=generator.GENERATORS,
@@ -71,15 +78,13 @@ def __dir__():
 
 
 def include_dir() -> str:
-    """The folder of the C++ headers the wheel ships (`tf_ops/common/philox.h`, `uniform.h`:
-    the counter contract's Philox and number mappings), for code compiled against an
-    installed wheel: `-I$(python -c 'import tf_onthefly; print(tf_onthefly.include_dir())')`.
-    In a source checkout, the repository's root."""
-    import os
+    """The folder of the SDK's C++ headers (tf_ops/sdk/*.h, tf_ops/common/*.h: what a
+    generator's code includes, the counter contract's Philox and number mappings among
+    them), for code compiled against an installed wheel; in a source checkout, the
+    repository's root. The same as tf_onthefly.sysconfig.get_include()."""
+    from tf_onthefly import sysconfig
 
-    here = os.path.dirname(os.path.abspath(__file__))
-    shipped = os.path.join(here, "include")
-    return shipped if os.path.isdir(shipped) else os.path.dirname(os.path.dirname(here))
+    return sysconfig.get_include()
 
 
 __all__ = sorted(_build_info.GENERATOR_MODULES) + [
@@ -89,6 +94,7 @@ __all__ = sorted(_build_info.GENERATOR_MODULES) + [
     "cuda_kernel",
     "data",
     "include_dir",
+    "load_generators",
     "ptx_entries",
     "__version__",
 ]

@@ -165,4 +165,17 @@ __attribute__((visibility("default"))) const char* tf_onthefly_cuda_runtime_sour
 OTF_CUDA_RUNTIME_ENTRY_POINTS(OTF_FORWARD)
 #undef OTF_FORWARD
 
+// What nvcc 13's <<<>>> launches call: CUDA 13 runtime internals that CUDA 12's lacks. A
+// kernel's handle is its host function, launched with cudaLaunchKernel, so a library of
+// generators that nvcc 13 compiled runs on the CUDA 12 runtime TensorFlow loaded.
+cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* host_function) {
+  *kernel = reinterpret_cast<cudaKernel_t>(const_cast<void*>(host_function));
+  return cudaSuccess;
+}
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void** args,
+                               size_t shared_bytes, cudaStream_t stream) {
+  return cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid, block, args, shared_bytes,
+                          stream);
+}
+
 }  // extern "C"
