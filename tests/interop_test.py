@@ -1,37 +1,29 @@
 """Tests of tf_onthefly.interop: device arrays (DLPack) into TensorFlow with no host copy.
 
 CPU variant: host arrays through the bridge (eager, tf.function, graph loops, model.fit),
-drift errors naming the field, the int32-on-GPU and XLA refusals, the references kept.
-GPU variant (requires-gpu; CuPy and/or PyTorch on the machine, else those tests skip): no
-copy (the tensor is the producer's memory), ordering against a slow producer on its own
-stream (a torn or stale read would show), no memory growth over 10,000 steps, PyTorch and
-JAX producers, and tf.distribute.
+batches that stay as they were when a producer refills its array, drift errors and values
+that cannot become tensors naming the field and the batch, the step's refusals, GPU arrays
+and CPU DLPack capsules where TensorFlow sees no GPU, the int32-on-GPU and XLA refusals,
+the references kept, the PyTorch import-order check. GPU variant (requires-gpu; CuPy,
+PyTorch, Numba or JAX on the machine, else those tests skip, naming what is missing): no
+copy (the tensor is the producer's memory), ordering on the GPU against a producer kernel
+that writes the batch 20 ms after it starts (the control, with no wait, must read torn
+batches), no memory growth over 10,000 steps, PyTorch, Numba and JAX producers,
+tf.distribute, and torch imported after TensorFlow (a clear error, not a crash).
     python3 tests/interop_test.py --test_device=gpu
 """
 
 import importlib
 import os
+import re
+import subprocess
+import sys
+import textwrap
 import time
 
 # TensorFlow must leave GPU memory to the other library in the process (docs/interop.md).
 os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-
-import numpy as np
-import tensorflow as tf
-
-from tf_onthefly.bench import models
-from tf_onthefly.data import GeneratorModel, SignatureDriftError
-from tf_onthefly.interop import BridgeError, DeviceBridge, to_tensor
-
-import device_util
-
-SIG = (tf.TensorSpec([8, 4], tf.float32), tf.TensorSpec([8, 1], tf.float32))
-
-
-def host_batch(step):
-    x = np.full([8, 4], step, np.float32) + np.arange(8, dtype=np.float32)[:, None]
-    return x, x[:, :1] * 2
 
 
 def optional(module):
@@ -41,8 +33,27 @@ def optional(module):
         return None
 
 
-cupy = optional("cupy")
+# Before TensorFlow: a PyTorch built for another CUDA major imported after it cannot use the
+# GPU (docs/interop.md); the bridge refuses there (test_torch_after_tensorflow).
 torch = optional("torch")
+cupy = optional("cupy")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from tf_onthefly import _load, _torch_order  # noqa: E402
+from tf_onthefly.bench import models  # noqa: E402
+from tf_onthefly.data import GeneratorModel, SignatureDriftError  # noqa: E402
+from tf_onthefly.interop import BridgeError, DeviceBridge, to_tensor  # noqa: E402
+
+import device_util  # noqa: E402
+
+SIG = (tf.TensorSpec([8, 4], tf.float32), tf.TensorSpec([8, 1], tf.float32))
+
+
+def host_batch(step):
+    x = np.full([8, 4], step, np.float32) + np.arange(8, dtype=np.float32)[:, None]
+    return x, x[:, :1] * 2
 
 
 class HostArrayTest(device_util.DeviceTestCase):
@@ -84,11 +95,11 @@ class HostArrayTest(device_util.DeviceTestCase):
         ]
         for fn, message in cases:
             with self.subTest(message=message):
-                with self.assertRaisesRegex(SignatureDriftError, __import__("re").escape(message)):
+                with self.assertRaisesRegex(SignatureDriftError, re.escape(message)):
                     DeviceBridge(fn, SIG)(0)
                 # In a graph, TensorFlow carries the message in its own error.
                 bridge = DeviceBridge(fn, SIG)
-                with self.assertRaisesRegex(tf.errors.OpError, __import__("re").escape(message)):
+                with self.assertRaisesRegex(tf.errors.OpError, re.escape(message)):
                     tf.function(lambda s: bridge(s))(tf.constant(0, tf.int64))
 
     def test_dict_signature(self):
@@ -106,8 +117,120 @@ class HostArrayTest(device_util.DeviceTestCase):
             DeviceBridge(host_batch, ([8, 4], tf.float32))
         with self.assertRaisesRegex(ValueError, "keep must be an integer >= 1"):
             DeviceBridge(host_batch, SIG, keep=0)
-        with self.assertRaisesRegex(ValueError, "sync must be"):
-            DeviceBridge(host_batch, SIG, sync="auto")
+        with self.assertRaisesRegex(ValueError, "sync must be 'auto', 'device', 'stream', a CuPy/PyTorch/Numba stream"):
+            DeviceBridge(host_batch, SIG, sync="fast")
+        with self.assertRaisesRegex(ValueError, "keep must be an integer >= 1"):
+            DeviceBridge(host_batch, SIG, keep=True)
+
+    def test_step_must_be_an_integer(self):
+        """A step that is not an integer is refused, never rounded or parsed."""
+        bridge = DeviceBridge(host_batch, SIG)
+        for step in (1.5, "3", True, None, np.float32(2)):
+            with self.subTest(step=repr(step)):
+                with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "^DeviceBridge: step must be an integer"):
+                    bridge(step)
+        with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "^DeviceBridge: step must be an integer scalar"):
+            bridge(tf.constant(1.5))
+        with self.assertRaisesRegex(tf.errors.InvalidArgumentError, "DeviceBridge: step must be an integer scalar"):
+            tf.function(lambda s: bridge(s))(tf.constant([1, 2], tf.int64))
+        self.assertAllEqual(bridge(np.int64(4))[0], host_batch(4)[0])
+        self.assertAllEqual(bridge(tf.constant(4, tf.int32))[0], host_batch(4)[0])
+
+    def test_values_that_are_not_arrays_name_field_and_batch(self):
+        single = tf.TensorSpec([2], tf.float32)
+        structured = np.zeros(2, dtype=[("a", np.float32), ("b", np.float32)])
+        cases = [
+            (SIG, lambda s: (object(), host_batch(s)[1]), "batch 0: field 'features' has dtype object"),
+            (single, lambda s: None, "batch 0: field 'output 0' has dtype object"),
+            (SIG, lambda s: (host_batch(s)[0], {1, 2}), "batch 0: field 'labels' has dtype object"),
+            (single, lambda s: np.zeros(2, np.longdouble), "batch 0: field 'output 0' has dtype float128"),
+            (single, lambda s: np.zeros(2, "datetime64[s]"), "batch 0: field 'output 0' has dtype datetime64[s]"),
+            (single, lambda s: structured, "batch 0: field 'output 0' has dtype [('a', '<f4'), ('b', '<f4')]"),
+        ]
+        for sig, fn, message in cases:
+            with self.subTest(message=message):
+                with self.assertRaisesRegex(SignatureDriftError, "^" + re.escape(message)):
+                    DeviceBridge(fn, sig)(0)
+                bridge = DeviceBridge(fn, sig)
+                with self.assertRaisesRegex(tf.errors.OpError, re.escape(message)):
+                    tf.function(lambda s: bridge(s))(tf.constant(0, tf.int64))
+
+    def test_a_refilled_array_does_not_change_a_batch(self):
+        """A producer that refills one buffer per batch (aligned so TensorFlow could wrap it)
+        gets every batch as it was when it was made, eagerly and in a graph loop."""
+        buf = np.empty(16 + 64, np.uint8)
+        off = (-buf.ctypes.data) % 64
+        arr = buf[off : off + 16].view(np.float32)
+
+        def gen(step):
+            arr[...] = step
+            return arr
+
+        bridge = DeviceBridge(gen, tf.TensorSpec([4], tf.float32), keep=1)
+        eager = [bridge(k) for k in range(4)]
+        self.assertEqual([float(b[0]) for b in eager], [0.0, 1.0, 2.0, 3.0])
+
+        @tf.function
+        def four():
+            return [bridge(tf.constant(k, tf.int64)) for k in range(4)]
+
+        self.assertEqual([float(b[0]) for b in four()], [0.0, 1.0, 2.0, 3.0])
+
+    def test_take_of_an_unknown_ticket_is_refused(self):
+        with self.assertRaisesRegex(
+            tf.errors.InvalidArgumentError, "OnTheFly>BridgeTake: no batch was put under ticket -5"
+        ):
+            _load.ops.on_the_fly_bridge_take(ticket=tf.constant(-5, tf.int64), T=[tf.float32])
+
+    def test_gpu_arrays_where_tensorflow_has_no_gpu(self):
+        """A CUDA array (DLPack, or __cuda_array_interface__ only) where TensorFlow sees no GPU
+        is refused, naming the field and the batch; a CPU DLPack capsule is a host array."""
+        if device_util.device() != "cpu" or tf.config.list_logical_devices("GPU"):
+            self.skipTest("needs a process where TensorFlow sees no GPU")
+
+        class DLPackOnGpu:
+            dtype = "float32"
+
+            def __dlpack_device__(self):
+                return (2, 0)
+
+        class InterfaceOnly:
+            __cuda_array_interface__ = {"shape": (8, 4), "typestr": "<f4", "data": (0, False), "version": 3}
+
+        for array in (DLPackOnGpu(), InterfaceOnly()):
+            with self.subTest(array=type(array).__name__):
+                with self.assertRaisesRegex(
+                    BridgeError, "^batch 0: field 'features' is a GPU array .* but TensorFlow sees no GPU"
+                ):
+                    DeviceBridge(lambda s, a=array: (a, host_batch(s)[1]), SIG)(0)
+        source = host_batch(3)[0].copy()
+        bridge = DeviceBridge(lambda s: (source.__dlpack__(), host_batch(s)[1]), SIG)
+        x, _ = bridge(3)
+        source[...] = -1  # the batch is a copy, not the producer's memory
+        self.assertAllEqual(x, host_batch(3)[0])
+
+    def test_torch_import_order_check(self):
+        """The error where PyTorch (CUDA 13) was imported after TensorFlow (CUDA 12); nothing
+        where torch came first, the majors agree, or one has no CUDA (stand-in import orders
+        and versions)."""
+        order, versions = _torch_order.import_order, _torch_order.cuda_versions
+        try:
+            _torch_order.import_order = lambda: ["numpy", "tensorflow", "torch"]
+            _torch_order.cuda_versions = lambda: ("12.5.1", "13.0")
+            with self.assertRaisesRegex(
+                _torch_order.TorchImportOrderError,
+                r"^tf_onthefly.interop.DeviceBridge: PyTorch \(built for CUDA 13.0\) was imported after TensorFlow "
+                r"\(built for CUDA 12.5.1\).*import torch before tensorflow",
+            ):
+                DeviceBridge(host_batch, SIG)
+            for pair in (("12.5.1", "12.8"), ("12.5.1", ""), ("", "13.0")):
+                _torch_order.cuda_versions = lambda pair=pair: pair
+                _torch_order.check_torch_import_order("test")
+            _torch_order.cuda_versions = lambda: ("12.5.1", "13.0")
+            _torch_order.import_order = lambda: ["torch", "tensorflow"]
+            _torch_order.check_torch_import_order("test")
+        finally:
+            _torch_order.import_order, _torch_order.cuda_versions = order, versions
 
     def test_int32_on_a_gpu_is_refused(self):
         class FakeDeviceArray:
@@ -158,41 +281,78 @@ class GpuBridgeTest(device_util.DeviceTestCase):
         self.assertEqual(float(t[0]), 42.0)
 
     def test_cupy_ordering_against_a_slow_producer(self):
-        """The producer writes `step` into a 64 MiB batch on its own non-blocking stream,
-        behind a matrix product that keeps that stream busy for milliseconds; TensorFlow
-        reads the batch at once. A read that does not wait for the producer sees the
-        memory's previous contents (the last batch's values from CuPy's pool, or fresh
-        memory): a stale or torn read. The control run, with the wait turned off, must see
-        such reads, or the check could not catch a race."""
+        """The producer's kernel spins for ~20 ms on its own non-blocking stream, then writes
+        `step` into a 64 MiB batch (fresh memory from CuPy's pool, holding whatever an older
+        batch left there); TensorFlow reads the batch at once. A read that does not wait for
+        the producer sees the memory's old contents. With the bridge's wait on the GPU (the
+        stream given as sync=, or the current stream by default) TensorFlow's stream waits
+        and the host does not: the producer is still busy when the bridge returns. The
+        host-wait mode waits on the host. The control, with no wait at all, must read torn
+        batches, or this check could not catch a race."""
         self.require(cupy, "cupy")
         n = 16 << 20
+        kernel = cupy.RawKernel(
+            r"""
+            extern "C" __global__ void slow_fill(float* out, long long n, float value, long long cycles) {
+              const long long start = clock64();
+              while (clock64() - start < cycles) {}
+              for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+                   i += (long long)gridDim.x * blockDim.x)
+                out[i] = value;
+            }""",
+            "slow_fill",
+        )
+        rate = cupy.cuda.Device().attributes["ClockRate"] * 1000  # kHz -> cycles per second
         stream = cupy.cuda.Stream(non_blocking=True)
-        with stream:
-            weight = cupy.ones((8192, 8192), cupy.float32)  # a product of ~1 TFLOP
+        busy_after_return = []
 
-        def make(step):
-            with stream:
-                busy = weight @ weight
-                out = cupy.full(n, step, cupy.float32)  # queued behind the product
-                del busy
+        def make(step, on=stream):
+            with on:
+                out = cupy.empty(n, cupy.float32)
+                # 8 blocks: most of the GPU stays free for TensorFlow's reads meanwhile.
+                kernel((8,), (256,), (out, np.int64(n), np.float32(step), np.int64(int(0.02 * rate))))
             return (out.reshape(-1, 1024),)
 
         sig = (tf.TensorSpec([n // 1024, 1024], tf.float32),)
 
-        def run(bridge):
+        def run(bridge, producer=stream):
             wrong = 0
             for step in range(1, 11):
                 (x,) = bridge(step)
+                busy_after_return.append(not producer.done)
                 wrong += (float(tf.reduce_min(x)), float(tf.reduce_max(x))) != (step, step)
+            producer.synchronize()
             return wrong
 
-        self.assertEqual(run(DeviceBridge(make, sig, sync=lambda a: stream.synchronize())), 0)
-        self.assertEqual(run(DeviceBridge(make, sig)), 0)  # the default: the whole device
-        stream.synchronize()
+        self.assertEqual(run(DeviceBridge(make, sig, sync=stream)), 0)
+        self.assertTrue(all(busy_after_return), "the bridge waited on the host for the producer")
+        # The default: the library's current stream as make_batch returns (here the producer
+        # leaves its work on the current stream).
+        current = cupy.cuda.get_current_stream()
+        busy_after_return.clear()
+        self.assertEqual(run(DeviceBridge(lambda s: make(s, on=current), sig), producer=current), 0)
+        self.assertTrue(all(busy_after_return), "the default mode waited on the host for CuPy")
+        busy_after_return.clear()
+        self.assertEqual(run(DeviceBridge(make, sig, sync="device")), 0)  # waits on the host
+        self.assertFalse(any(busy_after_return))
         torn = run(DeviceBridge(make, sig, sync=lambda a: None))
-        stream.synchronize()
         print(f"control, no wait: {torn} of 10 batches read torn or stale")
         self.assertGreater(torn, 0, "the control run read no torn batch: this check would not catch a race")
+
+        # In a graph loop too (the step read on the host, the batch taken in on the GPU).
+        bridge = DeviceBridge(make, sig, sync=stream)
+
+        @tf.function
+        def loop(first):
+            wrong = tf.constant(0, tf.int64)
+            for i in tf.range(first, first + 10):
+                (x,) = bridge(i)
+                want = tf.cast(i, tf.float32)
+                wrong += tf.cast(tf.logical_or(tf.reduce_min(x) != want, tf.reduce_max(x) != want), tf.int64)
+            return wrong
+
+        self.assertEqual(int(loop(tf.constant(1, tf.int64))), 0)
+        stream.synchronize()
 
     def test_no_memory_growth_over_10000_steps(self):
         self.require(cupy, "cupy")
@@ -228,6 +388,60 @@ class GpuBridgeTest(device_util.DeviceTestCase):
         x, y = tf.function(lambda s: bridge(s))(tf.constant(3, tf.int64))
         self.assertAllEqual(x, np.full([256, 8], 3.0, np.float32))
         self.assertAllEqual(y, np.arange(256) + 3)
+
+    def test_torch_after_tensorflow(self):
+        """The sequence that crashed with "Floating point exception": TensorFlow runs an op on
+        the GPU, then torch and CuPy are imported, then a bridge over a torch producer
+        (torch.randn on the GPU). In a new process: it must work, or stop with the bridge's
+        error saying "import torch before tensorflow", never die of a signal."""
+        probe = subprocess.run(
+            [sys.executable, "-c", "import torch; print(torch.version.cuda, torch.cuda.is_available())"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if probe.returncode != 0:
+            self.skipTest("torch is not installed")
+        if not probe.stdout.strip().endswith("True"):
+            self.skipTest("torch sees no GPU")
+        script = textwrap.dedent(
+            """
+            import os
+            os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
+            import tensorflow as tf
+            import tf_onthefly
+            from tf_onthefly.interop import DeviceBridge
+            print("tensorflow on the GPU:", float(tf.reduce_sum(tf_onthefly.random_batch(256, 16, seed=1)[0])))
+            import torch
+            try:
+                import cupy
+            except ImportError:
+                pass
+            gen = torch.Generator(device="cuda")
+
+            def make(step):
+                gen.manual_seed(step)
+                return (torch.randn(256, 16, device="cuda", generator=gen),)
+
+            bridge = DeviceBridge(make, (tf.TensorSpec([256, 16], tf.float32),))
+            for step in range(3):
+                (x,) = bridge(step)
+                print("bridge batch", step, float(tf.reduce_sum(x)))
+            print("WORKED")
+            """
+        )
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=os.pathsep.join(sys.path))
+        run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600)
+        output = run.stdout + run.stderr
+        print(
+            f"torch after TensorFlow: exit {run.returncode}; {output.strip().splitlines()[-1] if output.strip() else ''}"
+        )
+        self.assertGreaterEqual(run.returncode, 0, f"died of signal {-run.returncode}:\n{output[-3000:]}")
+        if run.returncode == 0:
+            self.assertIn("WORKED", run.stdout)
+        else:
+            self.assertIn("TorchImportOrderError", output)
+            self.assertIn("import torch before tensorflow", output)
 
     def test_numba(self):
         """A Numba device array (CUDA array interface, no DLPack) goes through a CuPy view."""

@@ -372,6 +372,15 @@ def distributed_host_dataset(strategy, generator: Callable[..., Any], global_bat
     return strategy.distribute_datasets_from_function(dataset_fn)
 
 
+def _step_device(generator):
+    """Where the step counter lives: on the host for a generator that reads its step there
+    (tf_onthefly.interop.DeviceBridge: `step_on_host`), where a counter on the GPU would cost
+    a device-to-host wait a batch; else where TensorFlow places it (the GPU ops read it on
+    the device). Under a distribution strategy, the strategy places it."""
+    on_host = getattr(generator, "step_on_host", False) and not tf.distribute.has_strategy()
+    return tf.device("/CPU:0") if on_host else contextlib.nullcontext()
+
+
 def _generate_and_advance(generator, step_variable):
     """generator(current step), then step += 1 once the batch exists."""
     batch = generator(tf.convert_to_tensor(step_variable))
@@ -400,7 +409,8 @@ class DataPosition(tf.Module):
     def __init__(self, generator: Callable[[tf.Tensor], Any], start_step: int = 0, name=None):
         super().__init__(name=name)
         self.generator = generator
-        self.step = tf.Variable(start_step, dtype=tf.int64, trainable=False, name="data_step")
+        with _step_device(generator):
+            self.step = tf.Variable(start_step, dtype=tf.int64, trainable=False, name="data_step")
 
     def next_batch(self):
         return _generate_and_advance(self.generator, self.step)
@@ -478,14 +488,15 @@ class GeneratorModel(tf.keras.Model):
         self.eval_generator = eval_generator or generator
         # Every replica reads the same step; one replica's increment is the update (under
         # a tf.distribute strategy this is a mirrored variable).
-        self.data_step = self.add_weight(
-            name="data_step",
-            shape=(),
-            dtype="int64",
-            trainable=False,
-            initializer=tf.keras.initializers.Constant(start_step),
-            aggregation="only_first_replica",
-        )
+        with _step_device(generator):
+            self.data_step = self.add_weight(
+                name="data_step",
+                shape=(),
+                dtype="int64",
+                trainable=False,
+                initializer=tf.keras.initializers.Constant(start_step),
+                aggregation="only_first_replica",
+            )
         # Built when the wrapped model is (BackupAndRestore, for one, needs that before fit).
         self.built = bool(getattr(model, "built", False))
 

@@ -21,7 +21,7 @@ import json
 
 import torch
 
-from tf_onthefly import _core, _frontend, _values
+from tf_onthefly import _core, _frontend, _torch_order, _values
 
 CORE = _core.Core()
 NAMESPACE = "tf_onthefly"
@@ -69,6 +69,9 @@ class _Prepared:
 
 
 _PARALLEL_BYTES = 1 << 18
+# Whether this process's import order lets PyTorch use the GPU (_torch_order), checked at
+# the first launch on a GPU.
+_ORDER_CHECKED = []
 
 
 def _numel(shape) -> int:
@@ -123,6 +126,9 @@ def _run_op(op, seed, step, sample_offset, inputs, first_sample, attrs):
     if device.type == "cpu":
         code = _RUN_CPU(p.handle, ctypes.byref(args), torch.get_num_threads() if p.share_rows else 1)
     else:
+        if not _ORDER_CHECKED:  # once: an order that passes cannot turn bad later
+            _torch_order.check_torch_import_order(f"tf_onthefly.torch ({op})")
+            _ORDER_CHECKED.append(True)
         scratch = torch.empty(p.scratch, dtype=torch.uint8, device=device) if p.scratch else None
         stream = torch.cuda.current_stream(device).cuda_stream
         code = _RUN_GPU(
