@@ -354,6 +354,84 @@ class GpuBridgeTest(device_util.DeviceTestCase):
         self.assertEqual(int(loop(tf.constant(1, tf.int64))), 0)
         stream.synchronize()
 
+    def ordering_check(self, make, done, n, library):
+        """Ten batches of a producer whose stream spins ~20 ms before it writes `step` into n
+        floats (memory that held an earlier batch): through the bridge's default (the
+        producer's stream waited for on the GPU) none reads wrong and the producer is still
+        busy when each returns (no host wait); the control, with no wait at all, must read
+        torn batches."""
+        sig = (tf.TensorSpec([n], tf.float32),)
+
+        def run(bridge, first):
+            wrong, busy = 0, 0
+            for step in range(first, first + 10):
+                (x,) = bridge(step)
+                busy += not done()
+                wrong += (float(tf.reduce_min(x)), float(tf.reduce_max(x))) != (step, step)
+            return wrong, busy
+
+        wrong, busy = run(DeviceBridge(make, sig), 1)
+        self.assertEqual(wrong, 0, f"{library}: torn batches with the wait on the GPU")
+        self.assertEqual(busy, 10, f"{library}: the bridge waited on the host for the producer")
+        torn, _ = run(DeviceBridge(make, sig, sync=lambda a: None), 21)
+        print(f"{library} control, no wait: {torn} of 10 batches read torn or stale")
+        self.assertGreater(torn, 0, f"{library}: the control read no torn batch: this check would not catch a race")
+
+    def test_torch_ordering_on_the_gpu(self):
+        """A PyTorch producer on a stream of its own, current as make_batch returns."""
+        self.require(torch, "torch")
+        if not torch.cuda.is_available():
+            self.skipTest("torch sees no GPU")
+        n = 16 << 20
+        stream = torch.cuda.Stream()
+        cycles = 40_000_000  # 20-30 ms at a GPU's clock
+        torch.cuda.set_stream(stream)
+        try:
+
+            def make(step):
+                torch.cuda._sleep(cycles)  # spins on the current stream
+                return (torch.full((n,), float(step), device="cuda"),)
+
+            self.ordering_check(make, lambda: stream.query(), n, "torch")
+        finally:
+            stream.synchronize()
+            torch.cuda.set_stream(torch.cuda.default_stream())
+
+    def test_numba_ordering_on_the_gpu(self):
+        """A Numba producer on a stream of its own (its array's __cuda_array_interface__
+        stream), through a CuPy view that must not wait for that stream on the host."""
+        numba_cuda = optional("numba.cuda")
+        self.require(numba_cuda, "numba")
+        self.require(cupy, "cupy")
+        if not numba_cuda.is_available():
+            self.skipTest("numba sees no GPU")
+        n = 16 << 20
+
+        @numba_cuda.jit
+        def slow_fill(out, value):
+            for _ in range(20):
+                numba_cuda.nanosleep(1000000)  # at most ~1 ms each
+            start, stride = numba_cuda.grid(1), numba_cuda.gridsize(1)
+            for i in range(start, out.size, stride):
+                out[i] = value
+
+        stream = numba_cuda.stream()
+        # Buffers allocated once (Numba frees device memory with cuMemFree, which waits for
+        # the device): batch `step` goes to buffer step % 12, which holds an older batch.
+        buffers = [numba_cuda.device_array(n, np.float32, stream=stream) for _ in range(12)]
+
+        def make(step):
+            out = buffers[step % len(buffers)]
+            slow_fill[8, 256, stream](out, np.float32(step))
+            return (out,)
+
+        try:
+            handle = stream.handle  # a ctypes pointer, or a CUstream of NVIDIA's binding
+            handle = int(handle.value or 0) if hasattr(handle, "value") else int(handle)
+            self.ordering_check(make, lambda: cupy.cuda.ExternalStream(handle).done, n, "numba")
+        finally:
+            stream.synchronize()
+
     def test_no_memory_growth_over_10000_steps(self):
         self.require(cupy, "cupy")
         pool = cupy.get_default_memory_pool()

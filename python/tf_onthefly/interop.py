@@ -185,9 +185,11 @@ def _stream_handle(stream) -> Optional[int]:
         value = getattr(stream, attr, None)
         if isinstance(value, int):
             return value
-    handle = getattr(stream, "handle", None)
+    handle = getattr(stream, "handle", None)  # Numba: a ctypes pointer, or a binding's CUstream
     if handle is not None and hasattr(handle, "value"):
         return int(handle.value or 0)
+    if handle is not None and hasattr(handle, "getPtr"):
+        return int(handle)
     return None
 
 
@@ -241,7 +243,7 @@ def to_tensor(value, name: str = "output 0", *, _no_sync: bool = False) -> tf.Te
     if isinstance(value, (tf.Tensor, tf.Variable)):
         return tf.convert_to_tensor(value)
     if hasattr(value, "__cuda_array_interface__") and not hasattr(value, "__dlpack__"):
-        value = _from_cuda_array_interface(value, name)
+        value = _from_cuda_array_interface(value, name, _no_sync)
     kind = _device_of(value)[0]
     if kind in (_KDLCUDA, _KDLCUDA_MANAGED):
         if "int32" == _dtype_name(value):
@@ -257,9 +259,20 @@ def to_tensor(value, name: str = "output 0", *, _no_sync: bool = False) -> tf.Te
     return tf.constant(np.array(value, copy=True, order="C"))
 
 
-def _from_cuda_array_interface(value, name):
+class _Ordered:
+    """A __cuda_array_interface__ array whose stream the bridge orders on the GPU, offered
+    with no stream (CuPy would otherwise synchronise that stream on the host); it holds the
+    original, as the CuPy view holds it."""
+
+    def __init__(self, value):
+        self.base = value
+        self.__cuda_array_interface__ = dict(value.__cuda_array_interface__, stream=None)
+
+
+def _from_cuda_array_interface(value, name, no_sync=False):
     """A device array with __cuda_array_interface__ only (a Numba device array) as a CuPy
-    view of the same memory (no copy), which speaks DLPack; the view holds the original."""
+    view of the same memory (no copy), which speaks DLPack; the view holds the original.
+    no_sync: the bridge orders the array's stream on the GPU, so CuPy is not to wait for it."""
     try:
         import cupy
     except ImportError:
@@ -268,7 +281,7 @@ def _from_cuda_array_interface(value, name):
             f"({type(value).__name__}); install CuPy (the bridge then wraps it without a copy) or return a "
             f"DLPack-capable array"
         ) from None
-    return cupy.asarray(value)
+    return cupy.asarray(_Ordered(value) if no_sync else value)
 
 
 def _warn_if_tensorflow_holds_the_gpu():
