@@ -6,6 +6,7 @@ drops out of their ratio (or difference). `unrolled` includes a tf.function's di
 final sync (paid once for its calls); `graph_loop` is a training loop's steady state.
 """
 
+import contextlib
 import itertools
 
 import tensorflow as tf
@@ -37,18 +38,21 @@ def unrolled(op, calls, device=None):
     return lambda: run(tf.constant(next(count) * calls, tf.int64))
 
 
-def graph_loop(op, steps, device=None):
+def graph_loop(op, steps, device=None, *, host_step=False, jit=False):
     """A tf.function running `op(i)` for i < `steps` in a tf.while_loop (TensorFlow's
     per-call work overlaps the previous call's kernels), returning the largest probe so no
     call is pruned. The counter is int32 against a constant count, kept on the host as
     DataPosition.run_steps keeps it (an int64 one costs a device-to-host wait a step).
     `device` pins the op and its probe (the placer may put a small op's whole step on the
-    CPU otherwise)."""
+    CPU otherwise). host_step: the int64 step is made on the CPU, as GeneratorModel keeps it
+    for a generator that reads its step on the host (the device-array bridge). jit: the
+    whole loop compiled by XLA (jit_compile=True)."""
 
-    @tf.function
+    @tf.function(jit_compile=jit)
     def run():
         def body(i, acc):
-            step = tf.cast(i, tf.int64)
+            with tf.device("/CPU:0") if host_step else contextlib.nullcontext():
+                step = tf.cast(i, tf.int64)
             with tf.device(device):
                 return i + 1, tf.maximum(acc, probe(op(step)))
 

@@ -13,13 +13,17 @@ side by side in one process:
 Parts:
   rate       1 GiB of features per call, K calls unrolled in a tf.function, the paths
              interleaved in rounds (target: ptx-op >= 0.95x cupy, per round's ratio), the
-             PTX op also in a graph loop of 4K calls and by its kernel's GPU time in a trace;
+             PTX op also in a graph loop of 4K calls, in that loop compiled by XLA (its
+             custom call; target: >= 0.95x cupy), and by its kernel's GPU time in a trace;
   step_cost  per step of a graph loop at a tiny batch (32 x 16), where launching is all
              there is, interleaved in rounds (target: ptx-op within 5 us of builtin, the
-             rounds' paired differences);
-  wide       64 MiB batches (65,536 x 256) consumed by a reduction in a tf.function loop:
-             steps/s of cupy-bridge and ptx-op against numpy+prefetch (from_python), the
-             simple path (target: bridge >= 2x numpy+prefetch);
+             rounds' paired differences); then the bridge (its default: the streams ordered
+             on the GPU; a host wait a batch; no wait) with the step on the host, against
+             numpy+prefetch, the built-in op and an empty step in the same rounds (target:
+             the default bridge's per-batch overhead over the empty step <= 150 us);
+  wide       64 MiB batches (65,536 x 256) in a graph loop: steps/s of the bridges, ptx-op
+             and the built-in op against numpy+prefetch (from_python), the simple path
+             (target: bridge >= 2x numpy+prefetch);
   copies     host-to-device copies per step of the same loops in a profiler trace, with the
              copies' GPU time as a bound on their bytes where the trace has no sizes
              (target: none for ptx-op and cupy-bridge; numpy+prefetch is the control).
@@ -131,8 +135,10 @@ def _signature(batch, feature_dim):
     return (tf.TensorSpec([batch, feature_dim], tf.float32), tf.TensorSpec([batch, 1], tf.float32))
 
 
-def cupy_bridge(batch, feature_dim, ptx_path, sync="device"):
-    """step -> (features, labels): CuPy launching the PTX, through the bridge."""
+def cupy_bridge(batch, feature_dim, ptx_path, sync="auto"):
+    """step -> (features, labels): CuPy launching the PTX, through the bridge. sync: the
+    bridge's default ("auto": TensorFlow's stream waits for CuPy's on the GPU), or "device"
+    (a host wait a batch, the bridge's earlier way), or a callable."""
     cupy = _cupy()
     if cupy is None:
         return None
@@ -151,11 +157,27 @@ def _host_bridge(batch, feature_dim):
     )
 
 
+def _numpy_prefetch(batch, feature_dim):
+    """step -> (features, labels) of from_python over NumPy batches with prefetch (the step
+    is ignored: the pipeline yields the next batch)."""
+    rng = np.random.default_rng(0)
+
+    def numpy_batches():
+        while True:
+            yield (
+                rng.random((batch, feature_dim), dtype=np.float32),
+                (rng.random((batch, 1)) < P).astype(np.float32),
+            )
+
+    it = iter(data.from_python(numpy_batches, _signature(batch, feature_dim), prefetch=True))
+    return lambda step: next(it)
+
+
 def generators(batch, feature_dim, ptx):
     """name -> step -> (features, labels), for the input benchmark's in-step paths:
-    "ptx-op" (GPU only) and "cupy-bridge" (GPU and CuPy; compile the model with
-    jit_compile=False: the bridge is a tf.py_function). `ptx` is the path of the PTX file
-    built by //tf_ops/cuda_kernel:test_ptx."""
+    "ptx-op" (GPU only; with or without XLA) and "cupy-bridge" (GPU and CuPy; compile the
+    model with jit_compile=False: the bridge is a tf.py_function). `ptx` is the path of the
+    PTX file built by //tf_ops/cuda_kernel:test_ptx."""
     with open(ptx) as f:
         text = f.read()
     gens = {}
@@ -168,35 +190,43 @@ def generators(batch, feature_dim, ptx):
 
 
 def _paths(batch, dim, ptx_path, ptx_text, gpu):
-    """name -> step -> (features, labels) of the built-in op, the PTX op (GPU) and the
-    bridge (CuPy on a GPU, host arrays elsewhere), and the bridge (None without CuPy)."""
+    """name -> step -> (features, labels) of the built-in op and the PTX op (GPU), and the
+    bridges: name -> bridge (CuPy on a GPU: its default, a host wait a batch, and no wait at
+    all for the difference; host arrays elsewhere)."""
     paths = {"builtin": lambda s: tf_onthefly.random_batch(batch, dim, seed=SEED, step=s, p=P)}
     if gpu:
         paths["ptx-op"] = ptx_op(batch, dim, ptx_text)
-    bridge = cupy_bridge(batch, dim, ptx_path) if gpu else _host_bridge(batch, dim)
-    if bridge is not None:
-        paths["cupy-bridge" if gpu else "host-bridge"] = bridge
-    return paths, bridge
+    bridges = {}
+    if not gpu:
+        bridges["host-bridge"] = _host_bridge(batch, dim)
+    elif _cupy() is not None:
+        bridges["cupy-bridge"] = cupy_bridge(batch, dim, ptx_path)
+        bridges["cupy-bridge sync=device"] = cupy_bridge(batch, dim, ptx_path, sync="device")
+        bridges["cupy-bridge no wait (unsafe)"] = cupy_bridge(batch, dim, ptx_path, sync=lambda a: None)
+    return paths, bridges
 
 
 def part_rate(args, ptx_text):
     """Milliseconds per call at `--rate-mib` of features, the paths interleaved in rounds,
-    and the PTX op's rate against CuPy's per round (median and spread)."""
+    and the PTX op's rate against CuPy's per round (median and spread): unrolled, in a graph
+    loop, and in a graph loop compiled by XLA (the op's custom call), the built-in op's
+    loop with XLA beside it."""
     dim = 256
     batch = args.rate_mib * (1 << 20) // (4 * dim)
     calls, loop_calls = args.calls, 4 * args.calls
     gpu = _gpu()
-    paths, _ = _paths(batch, dim, args.ptx, ptx_text, gpu)
     # The bridge's rate is part "wide"'s: at 1 GiB, interleaved with the other paths, CuPy's
     # memory pool and TensorFlow's allocator take turns at the GPU's memory.
-    paths = {name: gen for name, gen in paths.items() if "bridge" not in name}
+    paths, _ = _paths(batch, dim, args.ptx, ptx_text, gpu)
     device = "/GPU:0" if gpu else None
     result = {"bytes": batch * dim * 4, "batch": batch, "feature_dim": dim, "calls": calls, "rounds": args.rounds}
     timed = {name: (loops.unrolled(gen, calls, device), calls) for name, gen in paths.items()}
+    # A training loop's steady state: the function's dispatch and sync paid once for four
+    # times as many calls, as a graph loop of steps pays them; and the loop under XLA.
+    timed["builtin xla loop"] = (loops.graph_loop(paths["builtin"], loop_calls, device, jit=True), loop_calls)
     if "ptx-op" in paths:
-        # A training loop's steady state: the function's dispatch and sync paid once for
-        # four times as many calls, as a graph loop of steps pays them.
         timed["ptx-op loop"] = (loops.graph_loop(paths["ptx-op"], loop_calls, device), loop_calls)
+        timed["ptx-op xla loop"] = (loops.graph_loop(paths["ptx-op"], loop_calls, device, jit=True), loop_calls)
     cupy = _cupy() if gpu else None
     if cupy is not None:
         launch = CupyLauncher(cupy, args.ptx, batch, dim)
@@ -212,7 +242,7 @@ def part_rate(args, ptx_text):
     for name in t:
         result[name]["TB/s"] = result["bytes"] / result[name]["ms"] / 1e9
     if "cupy" in t:
-        for name in ("ptx-op", "ptx-op loop"):
+        for name in ("ptx-op", "ptx-op loop", "ptx-op xla loop"):
             r = loops.ratio(t["cupy"], t[name])
             result[f"{name} / cupy rate"] = {"median": r["median"], "spread": r["spread"]}
         # The op's kernel GPU time per call, from a trace of one unrolled call (TensorFlow's
@@ -222,86 +252,60 @@ def part_rate(args, ptx_text):
 
 
 def part_step_cost(args, ptx_text):
-    """Microseconds per step of a graph loop at a tiny batch, where launching is all there
-    is: the built-in op, the PTX op and an empty step interleaved in rounds (the PTX op's
-    difference from the built-in per round); then the bridge, at a tenth of the steps (a
-    host wait and Python each step)."""
+    """Microseconds per step of a graph loop at a tiny batch (32 x 16), where launching is
+    all there is: the built-in op, the PTX op and an empty step interleaved in rounds (the
+    PTX op's difference from the built-in per round). Then, at a tenth of the steps (Python
+    runs each step), the bridges with the step on the host as GeneratorModel keeps it for
+    them, numpy+prefetch, and the built-in op and the empty step in the same rounds: each
+    bridge's per-batch overhead is its paired difference from the empty step (target: the
+    default bridge <= 150 us), steps/s for all."""
     batch, dim, steps = 32, 16, args.loop_steps
     gpu = _gpu()
-    paths, bridge = _paths(batch, dim, args.ptx, ptx_text, gpu)
-    bridges = {name: paths.pop(name) for name in ("cupy-bridge", "host-bridge") if name in paths}
-    if gpu and bridge is not None:
-        # What the bridge's wait costs: the same bridge waiting only for CuPy's current
-        # stream (where CupyLauncher launches), and not at all (unsafe; for the difference).
-        bridges["cupy-bridge sync=stream"] = cupy_bridge(batch, dim, args.ptx, sync="stream")
-        bridges["cupy-bridge no wait (unsafe)"] = cupy_bridge(batch, dim, args.ptx, sync=lambda a: None)
+    paths, bridges = _paths(batch, dim, args.ptx, ptx_text, gpu)
     paths["empty"] = lambda s: (tf.zeros([batch, dim]) + tf.cast(s, tf.float32),)
+    device = "/GPU:0" if gpu else None
     result = {"batch": batch, "feature_dim": dim, "steps": steps, "rounds": args.rounds}
-    runs = {name: loops.graph_loop(gen, steps, "/GPU:0" if gpu else None) for name, gen in paths.items()}
+    runs = {name: loops.graph_loop(gen, steps, device) for name, gen in paths.items()}
     t = loops.timed_rounds({name: (run, steps) for name, run in runs.items()}, args.rounds, 3)
     result.update(loops.summaries(t, "us_per_step", 1e6))
     if "ptx-op" in t:
         result["ptx-op - builtin us"] = loops.difference_us(t["ptx-op"], t["builtin"])
     bridge_steps = max(1, steps // 10)
-    runs = {name: loops.graph_loop(gen, bridge_steps) for name, gen in bridges.items()}
-    t = loops.timed_rounds({name: (run, bridge_steps) for name, run in runs.items()}, min(args.rounds, 3), 3)
-    result.update(loops.summaries(t, "us_per_step", 1e6, steps=bridge_steps))
+    slow = dict(bridges, **{"numpy+prefetch": _numpy_prefetch(batch, dim)})
+    slow.update({f"{name} (host step)": paths[name] for name in ("empty", "builtin")})
+    runs = {name: loops.graph_loop(gen, bridge_steps, device, host_step=True) for name, gen in slow.items()}
+    t = loops.timed_rounds({name: (run, bridge_steps) for name, run in runs.items()}, min(args.rounds, 5), 3)
+    per_step = loops.summaries(t, "us_per_step", 1e6, steps=bridge_steps)
+    for name, row in per_step.items():
+        row["steps_per_s"] = 1e6 / row["us_per_step"]
+    result.update(per_step)
+    for name in list(bridges) + ["numpy+prefetch", "builtin (host step)"]:
+        result[f"{name} - empty us"] = loops.difference_us(t[name], t["empty (host step)"])
     return result
 
 
 def part_wide(args, ptx_text):
-    """Steps/s with 64 MiB batches, each consumed by a reduction on the step's device."""
+    """Steps/s with 64 MiB batches in a graph loop (one element of each batch read, so none
+    is pruned): the built-in op, the PTX op and the bridges (the step on the host) in
+    rounds; numpy+prefetch, a few batches a second, on its own (target: the bridge >= 2x
+    numpy+prefetch)."""
     batch, dim, steps = args.wide_batch, 256, args.wide_steps
     gpu = _gpu()
+    device = "/GPU:0" if gpu else None
     result = {"batch": batch, "feature_dim": dim, "MiB": batch * dim * 4 / 2**20, "steps": steps}
-
-    def consume(x, y):
-        return tf.reduce_sum(x[:, :8]) + tf.reduce_sum(y)
-
-    in_step = {}
-    if gpu:
-        in_step["ptx-op"] = ptx_op(batch, dim, ptx_text)
-    bridge = cupy_bridge(batch, dim, args.ptx) if gpu else _host_bridge(batch, dim)
-    if bridge is not None:
-        in_step["cupy-bridge" if gpu else "host-bridge"] = bridge
-    in_step["builtin"] = lambda s: tf_onthefly.random_batch(batch, dim, seed=SEED, step=s, p=P)
-    for name, gen in in_step.items():
-
-        @tf.function
-        def loop(first, gen=gen):
-            acc = tf.constant(0.0)
-            for i in tf.range(first, first + steps):
-                acc += consume(*gen(i))
-            return acc
-
-        times = timing.call_times(
-            lambda: loop(tf.constant(0, tf.int64)), args.rounds, warmup=1, sync=lambda r: r.numpy()
-        )
-        result[name] = {"steps_per_s": steps / timing.summary(times)["median"]}
-
-    rng = np.random.default_rng(0)
-
-    def numpy_batches():
-        while True:
-            yield (rng.random((batch, dim), dtype=np.float32), (rng.random((batch, 1)) < P).astype(np.float32))
-
-    ds = data.from_python(numpy_batches, _signature(batch, dim), prefetch=True)
-    it = iter(ds)
-
-    @tf.function
-    def numpy_loop():
-        acc = tf.constant(0.0)
-        for _ in tf.range(steps):
-            acc += consume(*next(it))
-        return acc
-
+    paths, bridges = _paths(batch, dim, args.ptx, ptx_text, gpu)
+    bridges.pop("cupy-bridge no wait (unsafe)", None)
+    runs = {name: (loops.graph_loop(gen, steps, device), steps) for name, gen in paths.items()}
+    runs.update({name: (loops.graph_loop(b, steps, device, host_step=True), steps) for name, b in bridges.items()})
+    t = loops.timed_rounds(runs, min(args.rounds, 5), 2)
+    for name, row in loops.summaries(t, "s_per_step", 1).items():
+        result[name] = {"steps_per_s": 1 / row["s_per_step"], "spread": row["spread"]}
     # NumPy makes ~0.3 GB/s on one core: a few rounds are minutes already.
-    times = timing.call_times(numpy_loop, min(args.rounds, 3), warmup=1, sync=lambda r: r.numpy())
+    numpy_run = loops.graph_loop(_numpy_prefetch(batch, dim), steps, device, host_step=True)
+    times = timing.call_times(numpy_run, min(args.rounds, 3), warmup=1, sync=lambda r: r.numpy())
     result["numpy+prefetch"] = {"steps_per_s": steps / timing.summary(times)["median"]}
-    if "cupy-bridge" in result:
-        result["cupy-bridge / numpy+prefetch"] = (
-            result["cupy-bridge"]["steps_per_s"] / result["numpy+prefetch"]["steps_per_s"]
-        )
+    for name in bridges:
+        result[f"{name} / numpy+prefetch"] = result[name]["steps_per_s"] / result["numpy+prefetch"]["steps_per_s"]
     return result
 
 
@@ -311,43 +315,25 @@ def part_copies(args, ptx_text):
     counts them), next to numpy+prefetch, whose every batch crosses (the control)."""
     if not _gpu():
         return {"skipped": "no GPU"}
-    import importlib.util
     import tempfile
 
-    here = os.path.dirname(os.path.abspath(__file__))
-    spec = importlib.util.spec_from_file_location("no_copy", os.path.join(here, "no_copy_profile.py"))
-    no_copy = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(no_copy)
+    from benchmarks import no_copy_profile
+
     batch, dim, steps = args.wide_batch, 256, 10
     result = {"batch": batch, "MiB": batch * dim * 4 / 2**20, "steps": steps}
-    paths = {"ptx-op": ptx_op(batch, dim, ptx_text)}
+    paths = {"ptx-op": (ptx_op(batch, dim, ptx_text), False)}
     bridge = cupy_bridge(batch, dim, args.ptx)
     if bridge is not None:
-        paths["cupy-bridge"] = bridge
-    rng = np.random.default_rng(0)
-
-    def numpy_batches():
-        while True:
-            yield (rng.random((batch, dim), dtype=np.float32), (rng.random((batch, 1)) < P).astype(np.float32))
-
-    it = iter(data.from_python(numpy_batches, _signature(batch, dim), prefetch=True))
-    paths["numpy+prefetch"] = lambda s: next(it)
-    for name, gen in paths.items():
-
-        @tf.function
-        def loop(first, gen=gen):
-            acc = tf.constant(0.0)
-            for i in tf.range(first, first + steps):
-                x, y = gen(i)
-                acc += tf.reduce_sum(x[:, :8]) + tf.reduce_sum(y)
-            return acc
-
-        loop(tf.constant(0, tf.int64)).numpy()  # trace and warm up outside the profile
-        logdir = tempfile.mkdtemp(prefix="interop_copies_")
+        paths["cupy-bridge"] = (bridge, True)
+    paths["numpy+prefetch"] = (_numpy_prefetch(batch, dim), True)
+    for name, (gen, host_step) in paths.items():
+        loop = loops.graph_loop(gen, steps, "/GPU:0", host_step=host_step)
+        loop().numpy()  # trace and warm up outside the profile
+        logdir = tempfile.mkdtemp(prefix="ptx_paths_copies_")
         tf.profiler.experimental.start(logdir)
-        loop(tf.constant(steps, tf.int64)).numpy()
+        loop().numpy()
         tf.profiler.experimental.stop()
-        events, nbytes, largest = no_copy.count_copies(logdir)
+        events, nbytes, largest = no_copy_profile.count_copies(logdir)
         # Where the trace gives no sizes, the copies' GPU time bounds them: a copy of B
         # bytes takes at least B / 64 GB/s (PCIe 5.0 x16) on the copy engine.
         htod_us = sum(d for n, _, d in gpu_kernels(trace_events(logdir)) if "HtoD" in n or "H2D" in n) / 1e6
@@ -389,6 +375,40 @@ def part_trace(args, ptx_text):
     return result
 
 
+def targets(results):
+    """One line per target of the parts that ran: the measured value, its spread, the
+    target and whether it is met ("n/a" where a path did not run)."""
+    lines = []
+
+    def line(what, value, spread, target, met):
+        value_text = "n/a" if value is None else f"{value:.3f} (spread {spread})"
+        verdict = "n/a" if value is None else ("met" if met(value) else "MISSED")
+        lines.append(f"TARGET {what}: {value_text}; target {target}: {verdict}")
+
+    rate = results.get("rate", {})
+    for name in ("ptx-op", "ptx-op loop", "ptx-op xla loop"):
+        r = rate.get(f"{name} / cupy rate")
+        line(f"rate {name} / cupy", r and r["median"], r and r["spread"], ">= 0.95", lambda v: v >= 0.95)
+    cost = results.get("step_cost", {})
+    for name in ("cupy-bridge", "host-bridge"):
+        d = cost.get(f"{name} - empty us")
+        if d is not None:
+            line(f"step_cost {name} per-batch overhead us", d["median"], d["range"], "<= 150", lambda v: v <= 150)
+    wide = results.get("wide", {})
+    for name in ("cupy-bridge", "host-bridge"):
+        r = wide.get(f"{name} / numpy+prefetch")
+        if r is not None:
+            line(f"wide {name} / numpy+prefetch steps/s", r, "-", ">= 2", lambda v: v >= 2)
+    copies = results.get("copies", {})
+    for name in ("ptx-op", "cupy-bridge"):
+        c = copies.get(name)
+        if c is not None:
+            b = c["HtoD_bytes_per_step"]
+            b = c["HtoD_bytes_per_step_at_most"] if b is None else b
+            line(f"copies {name} HtoD bytes per step", b, "-", "< 64 KiB (no batch copied)", lambda v: v < 65536)
+    return lines
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -423,6 +443,8 @@ def main(argv=None):
         }[part](args, ptx_text)
         print(part, json.dumps(results[part], indent=1), flush=True)
         gc.collect()  # the part's functions, bridges and pipelines go now, while it is quiet
+    results["targets"] = targets(results)
+    print("\n".join(results["targets"]), flush=True)
     if args.out:
         with open(args.out, "w") as f:
             json.dump(results, f, indent=1)

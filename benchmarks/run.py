@@ -31,9 +31,12 @@ into this Python, or into folder D with --target). Modes:
             to random_batch's op and kernels (vs_torch), and the launcher-generator
             comparison; --kernels D holds what `benchmarks/kernel_bench/build.sh D
             [BASELINE_REV]` built and bazel-bin/tests/sdk_ops/*.so
-  ptx       one PTX kernel run four ways (ptx_paths) and the input benchmark with its two
-            paths (input_bench_ptx_paths); needs the test PTX (bazel-bin/tf_ops/cuda_kernel/
-            test_kernels.ptx) in --kernels D or $OTF_TEST_PTX
+  ptx       one PTX kernel run four ways (ptx_paths: the PTX op with and without XLA
+            against CuPy, the bridge's per-batch overhead and steps/s at 32 x 16 and 64 MiB
+            against the built-in op and numpy+prefetch) and the input benchmark with its two
+            paths at fit64, XLA off and on (input_bench_ptx_paths); needs the test
+            PTX (bazel-bin/tf_ops/cuda_kernel/test_kernels.ptx) in --kernels D or
+            $OTF_TEST_PTX
   soak      1,000,000 training steps, memory and data position checked (soak)
   all       every mode above, in that order
 
@@ -230,6 +233,10 @@ def steps(mode, args, name):
                     f"--ptx={ptx}",
                     "--device=gpu",
                     "--configs=small_mlp,wide_mlp",
+                    "--modes=fit64",
+                    "--jit=off,on",
+                    "--paths=constant,numpy+prefetch,op-in-step,ptx-op,cupy-bridge",
+                    "--seconds=1",
                     f"--out={name('input_bench_ptx_paths')}",
                 ),
                 600,
