@@ -381,7 +381,11 @@ def targets(results):
     lines = []
 
     def line(what, value, spread, target, met):
-        value_text = "n/a" if value is None else f"{value:.3f} (spread {spread})"
+        if isinstance(spread, (list, tuple)):
+            spread = f"rounds {spread[0]:.1f}..{spread[1]:.1f}"
+        elif isinstance(spread, float):
+            spread = f"spread {spread:.3f}"
+        value_text = "n/a" if value is None else f"{value:.3f} ({spread})"
         verdict = "n/a" if value is None else ("met" if met(value) else "MISSED")
         lines.append(f"TARGET {what}: {value_text}; target {target}: {verdict}")
 
@@ -398,14 +402,16 @@ def targets(results):
     for name in ("cupy-bridge", "host-bridge"):
         r = wide.get(f"{name} / numpy+prefetch")
         if r is not None:
-            line(f"wide {name} / numpy+prefetch steps/s", r, "-", ">= 2", lambda v: v >= 2)
+            line(f"wide {name} / numpy+prefetch steps/s", r, "medians", ">= 2", lambda v: v >= 2)
     copies = results.get("copies", {})
     for name in ("ptx-op", "cupy-bridge"):
         c = copies.get(name)
         if c is not None:
             b = c["HtoD_bytes_per_step"]
             b = c["HtoD_bytes_per_step_at_most"] if b is None else b
-            line(f"copies {name} HtoD bytes per step", b, "-", "< 64 KiB (no batch copied)", lambda v: v < 65536)
+            line(
+                f"copies {name} HtoD bytes per step", b, "one trace", "< 64 KiB (no batch copied)", lambda v: v < 65536
+            )
     return lines
 
 

@@ -208,7 +208,7 @@ def _producer_stream(array) -> Optional[int]:
             import torch
 
             handle = torch.cuda.current_stream(array.device).cuda_stream
-        elif hasattr(array, "__cuda_array_interface__") and not hasattr(array, "__dlpack__"):
+        elif module == "numba" or hasattr(array, "__cuda_array_interface__") and not hasattr(array, "__dlpack__"):
             stream = array.__cuda_array_interface__.get("stream")
             handle = 1 if stream is None else int(stream)  # None: "ready"; 1: the legacy stream
     except Exception:  # noqa: BLE001 - an older library without these: wait on the host
@@ -299,6 +299,18 @@ def _warn_if_tensorflow_holds_the_gpu():
         )
 
 
+def _matches(want, dtype_matches, shape) -> bool:
+    """Whether a value fits its spec, `want` being the spec's shape as a list (None: any):
+    the common case, checked without building TensorShapes (_check_field says what differs
+    otherwise)."""
+    if not dtype_matches:
+        return False
+    if want is None:
+        return True
+    shape = tuple(shape)
+    return len(shape) == len(want) and all(w is None or w == d for w, d in zip(want, shape))
+
+
 _SYNC_MODES = ("auto", "device", "stream")
 _TICKETS = itertools.count(1)  # one per batch handed over, for the process
 
@@ -366,8 +378,10 @@ class DeviceBridge:
         self.keep = keep
         self._sync = sync
         self._flat_specs = flat
+        self._shapes = [s.shape.as_list() if s.shape.rank is not None else None for s in flat]
         self._names = _field_names(output_signature) or [f"output {i}" for i in range(len(flat))]
         self._kept = collections.deque(maxlen=keep)
+        self._stream_tensors = {}
         self._count = 0
         if device is None:
             device = "/GPU:0" if tf.config.list_logical_devices("GPU") else "/CPU:0"
@@ -421,12 +435,14 @@ class DeviceBridge:
                 synchronize(array, "stream" if self._sync == "stream" else "device")
         return streams, on_stream
 
-    def _tensor(self, array, spec, name, index, no_sync):
+    def _tensor(self, array, spec, want, name, index, no_sync):
         host = not isinstance(array, (tf.Tensor, tf.Variable)) and not _is_capsule(array)
         if host and (isinstance(array, np.ndarray) or not hasattr(array, "__dlpack__")) and not _is_device_array(array):
             # Host values: checked as from_python checks them, before any conversion.
             arr = np.asarray(array)
-            _check_field(index, name, spec, arr.dtype == spec.dtype.as_numpy_dtype, str(arr.dtype), list(arr.shape))
+            dtype_matches = arr.dtype == spec.dtype.as_numpy_dtype
+            if not _matches(want, dtype_matches, arr.shape):
+                _check_field(index, name, spec, dtype_matches, str(arr.dtype), list(arr.shape))
         try:
             tensor = to_tensor(array, name, _no_sync=no_sync)
         except BridgeError as e:
@@ -436,7 +452,8 @@ class DeviceBridge:
                 f"batch {index}: field '{name}' ({type(array).__name__}, dtype {_dtype_name(array)}) cannot become a "
                 f"tensor: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
             ) from None
-        _check_field(index, name, spec, tensor.dtype == spec.dtype, tensor.dtype.name, tensor.shape.as_list())
+        if not _matches(want, tensor.dtype == spec.dtype, tensor.shape):
+            _check_field(index, name, spec, tensor.dtype == spec.dtype, tensor.dtype.name, tensor.shape.as_list())
         return tensor
 
     def _produce(self, step) -> int:
@@ -453,18 +470,27 @@ class DeviceBridge:
         arrays = tf.nest.flatten(batch)
         streams, on_stream = self._order(arrays, index)
         tensors = [
-            self._tensor(array, spec, name, index, no_sync)
-            for array, spec, name, no_sync in zip(arrays, self._flat_specs, self._names, on_stream)
+            self._tensor(array, spec, want, name, index, no_sync)
+            for array, spec, want, name, no_sync in zip(arrays, self._flat_specs, self._shapes, self._names, on_stream)
         ]
         ticket = next(_TICKETS)
         with tf.device(self.device):
             _load.ops.on_the_fly_bridge_put(
-                ticket=tf.constant(ticket, tf.int64),
-                producer_streams=tf.constant(streams, tf.int64, shape=[len(streams)]),
-                tensors=tensors,
+                ticket=tf.constant(ticket, tf.int64), producer_streams=self._streams_tensor(streams), tensors=tensors
             )
         self._kept.append(arrays)
         return ticket
+
+    def _streams_tensor(self, streams):
+        """The producer streams as an int64 vector, made once per set of streams (a producer
+        uses the same stream batch after batch)."""
+        key = tuple(streams)
+        tensor = self._stream_tensors.get(key)
+        if tensor is None:
+            with tf.device("/CPU:0"):
+                tensor = tf.constant(streams, tf.int64, shape=[len(streams)])
+            self._stream_tensors = {key: tensor}  # only the last set: a stream may go away
+        return tensor
 
     def _take(self, ticket):
         with tf.device(self.device):
