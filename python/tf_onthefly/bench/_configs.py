@@ -98,9 +98,10 @@ def _kept_on_device(t):
     host to device at every step, a cost the in-step paths do not pay, and the bound would
     not be one. Kept as their float32 bits instead (the same bytes, in device memory) and
     read back by tf.bitcast in the step, which copies nothing."""
-    if t.dtype == tf.int32:
-        return tf.bitcast(t, tf.float32), True
-    return tf.identity(t), False
+    with tf.device(t.device):  # where the generator made it (a small int32 input could pin an op to the host)
+        if t.dtype == tf.int32:
+            return tf.bitcast(t, tf.float32), True
+        return tf.identity(t), False
 
 
 def dataset(cfg, path):
