@@ -65,11 +65,11 @@ version=$(sed -n 's/^__version__ = "\(.*\)"/\1/p' python/tf_onthefly/_version.py
 # The staging folder setuptools builds from: pyproject.toml, setup.py, README, LICENSE and
 # the package with every library (setup.py reads the version and TensorFlow range there).
 stage="$tmp/stage"
-mkdir -p "$stage/tf_onthefly/bench" "$stage/tf_onthefly/jax" "$stage/tf_onthefly/torch"
+mkdir -p "$stage/tf_onthefly/bench" "$stage/tf_onthefly/jax" "$stage/tf_onthefly/testing" "$stage/tf_onthefly/torch"
 cp pyproject.toml setup.py README.md LICENSE "$stage/"
 cp python/tf_onthefly/*.py "$pkg/_build_info.py" "$pkg/libtf_onthefly_core.so" "$tmp"/_ops_tf*.so \
   "$tmp/_variants.py" "$stage/tf_onthefly/"
-for sub in bench jax torch; do cp python/tf_onthefly/$sub/*.py "$stage/tf_onthefly/$sub/"; done
+for sub in bench jax testing torch; do cp python/tf_onthefly/$sub/*.py "$stage/tf_onthefly/$sub/"; done
 # The SDK, for generators built against the installed wheel (tf_onthefly.sysconfig,
 # python -m tf_onthefly.build): every header a generator's code includes (none includes a
 # TensorFlow header; tf_glue.h, the TensorFlow front end's, stays out), the CUDA runtime

@@ -63,7 +63,7 @@ class PlatformWheel(bdist_wheel):
 
 setup(
     version=VERSION,
-    packages=["tf_onthefly", "tf_onthefly.bench", "tf_onthefly.jax", "tf_onthefly.torch"],
+    packages=["tf_onthefly", "tf_onthefly.bench", "tf_onthefly.jax", "tf_onthefly.testing", "tf_onthefly.torch"],
     package_data={
         "tf_onthefly": [
             "*.so",

@@ -1,5 +1,5 @@
 """Tests of tf_onthefly.drift_walk: a launcher generator (its own block-cooperative CUDA
-kernels, CUB, scratch memory) with a tensor input (docs/writing-a-generator.md, part 2)."""
+kernels, CUB, scratch memory) with a tensor input (docs/bringing-a-kernel.md)."""
 
 import re
 
@@ -7,11 +7,10 @@ import numpy as np
 import tensorflow as tf
 from hypothesis import strategies as st
 
-from tf_onthefly import _load, drift_walk
+from tf_onthefly import _load, drift_walk, testing
+from tf_onthefly.testing import arguments
 
-import arguments
 import device_util
-import generator_contract
 import reference as ref
 
 UP = [0.2, 0.5, 0.8]
@@ -53,7 +52,7 @@ def _probabilities(edges=False):
     )
 
 
-# The documented argument space (tests/fuzz_test.py draws from it).
+# The documented argument space (the contract's fuzz check draws from it).
 ARGUMENTS = dict(
     length=arguments.sizes(1, 3000),
     up_probability=arguments.Arg(_probabilities(), _probabilities(edges=True)),
@@ -68,7 +67,10 @@ def output_sets(kw, outputs):
     assert np.all((labels >= 0) & (labels < len(np.ravel(kw["up_probability"]))))
 
 
-class DriftWalkTest(device_util.DeviceTestCase, generator_contract.GeneratorContract):
+class DriftWalkTest(device_util.DeviceTestCase, testing.GeneratorContract):
+    generator = "drift_walk"
+    fuzz_arguments = ARGUMENTS
+    output_sets = staticmethod(output_sets)
     gpu_batch_size = 1 << 12
     tensor_inputs = dict(up_probability=UP)
 
@@ -101,7 +103,7 @@ class DriftWalkTest(device_util.DeviceTestCase, generator_contract.GeneratorCont
                 with tf.device("/GPU:0"):
                     got = tf.function(call, jit_compile=True)()
                 self.assertIn("GPU", got[0].device)
-                generator_contract.assert_bits_equal(self, got, want)
+                testing.assert_bits_equal(self, got, want)
 
     def test_drift_follows_the_class(self):
         w, l = drift_walk(6000, 200, [0.25, 0.75], seed=1, step=0)

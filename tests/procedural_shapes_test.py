@@ -4,12 +4,11 @@ import numpy as np
 import tensorflow as tf
 from hypothesis import strategies as st
 
-from tf_onthefly import procedural_shapes
+from tf_onthefly import procedural_shapes, testing
 from tf_onthefly.bench import models
+from tf_onthefly.testing import arguments
 
-import arguments
 import device_util
-import generator_contract
 import reference as ref
 
 
@@ -76,7 +75,7 @@ def reference(
     return images, cls.reshape(rows, 1), boxes
 
 
-# The documented argument space (tests/fuzz_test.py draws from it).
+# The documented argument space (the contract's fuzz check draws from it).
 ARGUMENTS = dict(
     height=arguments.Arg(st.integers(8, 40), arguments.EDGE_INTS | st.integers(1, 7)),
     width=arguments.Arg(st.integers(8, 40), arguments.EDGE_INTS | st.integers(1, 7)),
@@ -104,7 +103,10 @@ def output_sets(kw, outputs):
     )
 
 
-class ProceduralShapesTest(device_util.DeviceTestCase, generator_contract.GeneratorContract):
+class ProceduralShapesTest(device_util.DeviceTestCase, testing.GeneratorContract):
+    generator = "procedural_shapes"
+    fuzz_arguments = ARGUMENTS
+    output_sets = staticmethod(output_sets)
     batch_size = 12
     gpu_batch_size = 2048
 
@@ -148,7 +150,7 @@ class ProceduralShapesTest(device_util.DeviceTestCase, generator_contract.Genera
         f, _ = procedural_shapes(8, 16, 16, seed=1, step=1, dtype=tf.float32)
         for tf_dtype, np_dtype in [(tf.bfloat16, ml_dtypes.bfloat16), (tf.float16, np.float16)]:
             h, _ = procedural_shapes(8, 16, 16, seed=1, step=1, dtype=tf_dtype)
-            generator_contract.assert_bits_equal(self, [h], [f.numpy().astype(np_dtype)])
+            testing.assert_bits_equal(self, [h], [f.numpy().astype(np_dtype)])
 
     def test_uint8_is_rounded_float(self):
         f, _ = procedural_shapes(8, 16, 16, seed=1, step=1, dtype=tf.float32)
@@ -158,7 +160,7 @@ class ProceduralShapesTest(device_util.DeviceTestCase, generator_contract.Genera
     def test_cnn_learns_shapes(self):
         tf.keras.utils.set_random_seed(0)
         model = models.cnn((32, 32, 1), 3, dense=64)
-        acc = generator_contract.train_and_score(
+        acc = device_util.train_and_score(
             model,
             lambda step: procedural_shapes(64, 32, 32, seed=1, step=step, channels=1, dtype=tf.float32),
             steps=300,

@@ -4,11 +4,10 @@ import numpy as np
 import tensorflow as tf
 from hypothesis import strategies as st
 
-from tf_onthefly import random_batch
+from tf_onthefly import random_batch, testing
+from tf_onthefly.testing import arguments
 
-import arguments
 import device_util
-import generator_contract
 import reference as ref
 
 # Pinned forever (contract version 1): seed (1, 2), step 3, batch 4 x 6 features.
@@ -63,7 +62,7 @@ def reference(
     return feats, labels.astype(label_dtype).reshape(len(samples), 1)
 
 
-# The documented argument space (tests/fuzz_test.py draws from it).
+# The documented argument space (the contract's fuzz check draws from it).
 ARGUMENTS = dict(
     feature_dim=arguments.sizes(),
     distribution=arguments.one_of(["uniform", "normal"], ["cauchy"]),
@@ -92,7 +91,10 @@ def output_sets(kw, outputs):
     assert np.all(as_int == labels) and np.all((as_int >= 0) & (as_int < top)), (labels.min(), labels.max(), top)
 
 
-class RandomBatchTest(device_util.DeviceTestCase, generator_contract.GeneratorContract):
+class RandomBatchTest(device_util.DeviceTestCase, testing.GeneratorContract):
+    generator = "random_batch"
+    fuzz_arguments = ARGUMENTS
+    output_sets = staticmethod(output_sets)
     gpu_batch_size = 1 << 16
 
     def generate(self, batch_size, seed, step, first_sample=0, num_samples=None):
@@ -355,13 +357,13 @@ class RandomBatchCpuGpuTest(device_util.DeviceTestCase):
     def test_uniform_bit_identical_large(self):
         for fd in [256, 13, 1]:  # vector rows, ragged rows, one block per row
             cpu, gpu = self._both(262144 // fd * 4, fd, seed=[7, 9], step=123, low=-0.5, high=2.0, p=0.25)
-            generator_contract.assert_bits_equal(self, cpu, gpu, msg=f"feature_dim={fd}")
+            testing.assert_bits_equal(self, cpu, gpu, msg=f"feature_dim={fd}")
 
     @device_util.DeviceTestCase.require_gpu
     def test_subnormal_ranges_bit_identical(self):
         for low, high in [(-1.5e-38, 1.5e-38), (0.0, 1e-44), (-3e-39, -1e-40), (0.0, 1e-45)]:
             cpu, gpu = self._both(4096, 64, seed=[3, 4], step=5, low=low, high=high)
-            generator_contract.assert_bits_equal(self, cpu, gpu, msg=f"low={low} high={high}")
+            testing.assert_bits_equal(self, cpu, gpu, msg=f"low={low} high={high}")
 
     @device_util.DeviceTestCase.require_gpu
     def test_16_bit_ranges_bit_identical(self):
@@ -375,10 +377,10 @@ class RandomBatchCpuGpuTest(device_util.DeviceTestCase):
         for dtype, cases in ranges.items():
             for low, high in cases:
                 cpu, gpu = self._both(4096, 64, seed=[3, 4], step=5, low=low, high=high, dtype=dtype)
-                generator_contract.assert_bits_equal(self, cpu, gpu, msg=f"{dtype.name} [{low}, {high})")
+                testing.assert_bits_equal(self, cpu, gpu, msg=f"{dtype.name} [{low}, {high})")
         for dtype in [tf.bfloat16, tf.float16]:
             cpu, gpu = self._both(1 << 16, 64, seed=[5, 6], step=77, dtype=dtype)  # [0, 1): kernel variant 1
-            generator_contract.assert_bits_equal(self, cpu, gpu, msg=f"{dtype.name} [0, 1)")
+            testing.assert_bits_equal(self, cpu, gpu, msg=f"{dtype.name} [0, 1)")
 
     @device_util.DeviceTestCase.require_gpu
     def test_classes_bit_identical_large(self):
@@ -411,7 +413,7 @@ class RandomBatchCpuGpuTest(device_util.DeviceTestCase):
                 with tf.device("/CPU:0"):
                     cf, cl = random_batch(rows, features, seed=[3, 1], step=9, first_sample=rows - 5, num_samples=5)
                     hf, _ = random_batch(rows, features, seed=[3, 1], step=9, num_samples=3)
-                generator_contract.assert_bits_equal(self, [tail_f, tail_l, head_f], [cf, cl, hf])
+                testing.assert_bits_equal(self, [tail_f, tail_l, head_f], [cf, cl, hf])
 
     @device_util.DeviceTestCase.require_gpu
     def test_normal_bit_identical_large(self):
@@ -424,7 +426,7 @@ class RandomBatchCpuGpuTest(device_util.DeviceTestCase):
             (tf.float16, 1 << 16, 64),
         ]:
             cpu, gpu = self._both(rows, fd, seed=[5, 6], step=77, distribution="normal", dtype=dtype)
-            generator_contract.assert_bits_equal(self, cpu, gpu, msg=f"{dtype.name} feature_dim={fd}")
+            testing.assert_bits_equal(self, cpu, gpu, msg=f"{dtype.name} feature_dim={fd}")
             del cpu, gpu
 
 

@@ -5,11 +5,10 @@ import re
 import numpy as np
 import tensorflow as tf
 
-from tf_onthefly import random_walk
+from tf_onthefly import random_walk, testing
+from tf_onthefly.testing import arguments
 
-import arguments
 import device_util
-import generator_contract
 import reference as ref
 
 
@@ -25,7 +24,7 @@ def reference(batch_size, length, seed, step, first_sample=0, num_samples=None):
     return walks, (walks[:, -1:] > 0).astype(np.int32)
 
 
-# The documented argument space (tests/fuzz_test.py draws from it): walks of 1 .. 2^20 steps.
+# The documented argument space (the contract's fuzz draws from it): walks of 1 .. 2^20 steps.
 ARGUMENTS = dict(length=arguments.sizes(1, 300))
 
 
@@ -37,11 +36,12 @@ def output_sets(kw, outputs):
         assert np.array_equal(labels[:, 0], (walks[:, -1] > 0).astype(np.int32))
 
 
-class RandomWalkTest(device_util.DeviceTestCase, generator_contract.GeneratorContract):
+class RandomWalkTest(device_util.DeviceTestCase, testing.GeneratorContract):
+    generator = "random_walk"  # the contract checks call tf_onthefly.random_walk with
+    arguments = dict(length=300)  # these arguments, and fuzz these:
+    fuzz_arguments = ARGUMENTS
+    output_sets = staticmethod(output_sets)
     gpu_batch_size = 1 << 14
-
-    def generate(self, batch_size, seed, step, first_sample=0, num_samples=None):
-        return random_walk(batch_size, 300, seed, step, first_sample=first_sample, num_samples=num_samples)
 
     def test_reference_bit_exact(self):
         for length in [1, 31, 128, 129, 1000]:

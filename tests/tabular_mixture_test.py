@@ -4,12 +4,11 @@ import numpy as np
 import tensorflow as tf
 from hypothesis import strategies as st
 
-from tf_onthefly import tabular_mixture
+from tf_onthefly import tabular_mixture, testing
 from tf_onthefly.bench import models
+from tf_onthefly.testing import arguments
 
-import arguments
 import device_util
-import generator_contract
 import reference as ref
 
 
@@ -41,7 +40,7 @@ def reference(
     return x.reshape(len(samples), nb * 4)[:, :feature_dim], cls.astype(np.int32).reshape(-1, 1)
 
 
-# The documented argument space (tests/fuzz_test.py draws from it).
+# The documented argument space (the contract's fuzz check draws from it).
 ARGUMENTS = dict(
     feature_dim=arguments.sizes(),
     num_classes=arguments.Arg(st.integers(1, 50), arguments.EDGE_INTS | st.sampled_from([2**20 + 1])),
@@ -60,7 +59,10 @@ def output_sets(kw, outputs):
     assert np.all((labels >= 0) & (labels < kw.get("num_classes", 3)))
 
 
-class TabularMixtureTest(device_util.DeviceTestCase, generator_contract.GeneratorContract):
+class TabularMixtureTest(device_util.DeviceTestCase, testing.GeneratorContract):
+    generator = "tabular_mixture"
+    fuzz_arguments = ARGUMENTS
+    output_sets = staticmethod(output_sets)
     gpu_batch_size = 1 << 15
 
     def generate(self, batch_size, seed, step, first_sample=0, num_samples=None):
@@ -95,7 +97,7 @@ class TabularMixtureTest(device_util.DeviceTestCase, generator_contract.Generato
     def test_a_model_learns_the_classes(self):
         tf.keras.utils.set_random_seed(0)
         held_out = tabular_mixture(4000, 8, seed=2, step=0, num_classes=4, cluster_std=1.0)
-        acc = generator_contract.train_and_score(
+        acc = device_util.train_and_score(
             models.mlp(8, 4, hidden=(32,)),
             lambda step: tabular_mixture(128, 8, seed=1, step=step, num_classes=4),
             steps=200,

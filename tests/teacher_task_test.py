@@ -4,12 +4,11 @@ import numpy as np
 import tensorflow as tf
 from hypothesis import strategies as st
 
-from tf_onthefly import teacher_task
+from tf_onthefly import teacher_task, testing
 from tf_onthefly.bench import models
+from tf_onthefly.testing import arguments
 
-import arguments
 import device_util
-import generator_contract
 import reference as ref
 
 
@@ -70,7 +69,7 @@ def reference(
     return x, (logits[:, 0] + (f32(noise) * z0).astype(f32)).astype(f32).reshape(rows, 1)
 
 
-# The documented argument space (tests/fuzz_test.py draws from it).
+# The documented argument space (the contract's fuzz check draws from it).
 ARGUMENTS = dict(
     feature_dim=arguments.sizes(),
     hidden=arguments.sizes(),
@@ -91,7 +90,10 @@ def output_sets(kw, outputs):
         assert np.all((labels >= 0) & (labels < kw.get("num_classes", 4)))
 
 
-class TeacherTaskTest(device_util.DeviceTestCase, generator_contract.GeneratorContract):
+class TeacherTaskTest(device_util.DeviceTestCase, testing.GeneratorContract):
+    generator = "teacher_task"
+    fuzz_arguments = ARGUMENTS
+    output_sets = staticmethod(output_sets)
     gpu_batch_size = 1 << 16
 
     def generate(self, batch_size, seed, step, first_sample=0, num_samples=None):
@@ -146,7 +148,7 @@ class TeacherTaskTest(device_util.DeviceTestCase, generator_contract.GeneratorCo
         tf.keras.utils.set_random_seed(0)
         model = models.mlp(16, 4)
         x, y = teacher_task(8192, 16, seed=2, step=0, task_seed=7)  # held out: another seed
-        acc = generator_contract.train_and_score(
+        acc = device_util.train_and_score(
             model,
             lambda step: teacher_task(256, 16, seed=1, step=step, task_seed=7),
             steps=400,

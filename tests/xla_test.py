@@ -6,9 +6,9 @@ import sys
 import tensorflow as tf
 
 import tf_onthefly
+from tf_onthefly import testing
 
 import device_util
-import generator_contract
 
 
 @device_util.DeviceTestCase.require_xla
@@ -37,7 +37,7 @@ class XlaTest(device_util.DeviceTestCase):
         the TF kernel's, bit for bit."""
         for rows, fd, dist in [(4099, 64, "uniform"), (1031, 257, "normal")]:
             make = lambda: tf_onthefly.random_batch(rows, fd, seed=[3, 4], step=5, distribution=dist)  # noqa: E731
-            generator_contract.assert_bits_equal(self, tf.function(make, jit_compile=True)(), make(), msg=dist)
+            testing.assert_bits_equal(self, tf.function(make, jit_compile=True)(), make(), msg=dist)
 
     def test_bad_first_sample_refused_when_compiling(self):
         f = tf.function(

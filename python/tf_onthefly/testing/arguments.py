@@ -1,9 +1,10 @@
 """Hypothesis strategies for generator arguments: valid values and edges, per argument.
 
-Each generator's test declares its own argument space with these (ARGUMENTS in
-tests/<name>_test.py: argument -> Arg(valid, edges)); tests/fuzz_test.py draws whole calls
-from it with `calls`: half of them entirely valid, the other half with one argument taken
-from its edges, so both the documented output sets and every argument's refusal are hit.
+A generator's test declares its documented argument space with these (`fuzz_arguments` of
+a `tf_onthefly.testing.GeneratorTestCase`: argument -> Arg(valid, edges)); the contract's
+fuzz check draws whole calls from it with `calls`: half of them entirely valid, the other
+half with one argument taken from its edges, so both the documented output sets and every
+argument's refusal are hit. Needs hypothesis (`pip install hypothesis`).
 """
 
 import collections
