@@ -6,6 +6,7 @@ import ast
 import os
 import re
 
+import goldens
 import tensorflow as tf
 
 import tf_onthefly
@@ -36,6 +37,26 @@ class ConventionsTest(tf.test.TestCase):
                 self.assertIs(getattr(tf_onthefly, name), spec.fn)
                 self.assertNotEmpty(spec.examples)
 
+    def test_every_generator_has_a_golden_case_and_digest(self):
+        """tests/goldens.py has a case for every generator (its first registry example at seed
+        1, step 0) and a digest for every case: the wheel's smoke test and frameworks_test
+        check the outputs against them, so a generator without one fails here first."""
+        first = {}
+        for case, (generator, kwargs, seed, step) in goldens.CASES.items():
+            first.setdefault(generator, (case, kwargs, seed, step))
+        how = "bazel run //tests:golden_digests"
+        for name, spec in tf_onthefly.REGISTRY.items():
+            with self.subTest(generator=name):
+                self.assertIn(
+                    name,
+                    first,
+                    f"tests/goldens.py has no case for {name}: add CASES[{name!r}] = ({name!r}, "
+                    f"{spec.examples[0]!r}, 1, 0) and its digest from `{how}`",
+                )
+                self.assertEqual(first[name], (name, spec.examples[0], 1, 0), "its first case is its first example")
+        missing = sorted(set(goldens.CASES) - set(goldens.DIGESTS))
+        self.assertEqual(missing, [], f"tests/goldens.py: cases without a digest; print them with `{how}`")
+
     def test_files_by_role(self):
         for name in tf_onthefly.REGISTRY:
             with self.subTest(generator=name):
@@ -61,9 +82,9 @@ class ConventionsTest(tf.test.TestCase):
                     self.assertEqual(framework, [], f"tf_ops/{name}/{path} includes a framework's header")
 
     def test_each_generator_test_has_reference_arguments_output_sets_and_contract(self):
-        """tests/<name>_test.py: its NumPy reference, its argument space (the fuzz test draws
-        from it), its output sets (checked on every accepted fuzz call) and a test class with
-        the shared contract tests."""
+        """tests/<name>_test.py: its NumPy reference, its argument space (the contract's fuzz
+        draws from it), its output sets (checked on every accepted fuzz call) and a test class
+        with the contract checks users run too (tf_onthefly.testing)."""
         for name in tf_onthefly.REGISTRY:
             with self.subTest(generator=name):
                 tree = ast.parse(_read("tests", f"{name}_test.py"))
@@ -75,7 +96,7 @@ class ConventionsTest(tf.test.TestCase):
                 self.assertIn("reference", functions)
                 self.assertIn("output_sets", functions)
                 self.assertIn("ARGUMENTS", assigned)
-                self.assertIn("generator_contract.GeneratorContract", bases)
+                self.assertIn("testing.GeneratorContract", bases)
 
     def test_every_op_is_documented(self):
         """A summary, and a description for every output and every input and attribute of its own."""

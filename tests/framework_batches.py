@@ -3,7 +3,7 @@ each framework is imported alone: a CUDA 13 PyTorch imported after TensorFlow ca
 its GPU, docs/torch.md), printing one JSON line: case name -> digest of its outputs.
 
     python tests/framework_batches.py --framework=jax --device=cpu
-    python tests/framework_batches.py --framework=tensorflow --print-digests
+    bazel run //tests:golden_digests      # = --framework=tensorflow --print-digests, this checkout
 
 tests/frameworks_test.py runs it once per framework and compares.
 """

@@ -5,9 +5,11 @@ JAX and PyTorch (tests/frameworks_test.py, tests/framework_batches.py), on every
 Framework-neutral on purpose (no TensorFlow import): arguments are plain Python, dtypes by
 name. The digests were written from the CPU kernels, which the repository's tests check
 against the NumPy reference (tests/reference.py); a deliberate change of outputs is a counter
-contract change (docs/counter-contract.md) and comes with new digests:
+contract change (docs/counter-contract.md) and comes with new digests. A new generator
+needs a case here (tests/conventions_test.py fails without one); its digest line, and every
+other case's, is printed by
 
-    python tests/framework_batches.py --framework=tensorflow --print-digests
+    bazel run //tests:golden_digests
 """
 
 import hashlib

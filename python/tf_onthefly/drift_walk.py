@@ -1,5 +1,5 @@
 """drift_walk: walks whose drift is their class's, from a block-cooperative CUDA kernel
-(docs/writing-a-generator.md, "Bring a kernel you already have")."""
+(docs/bringing-a-kernel.md)."""
 
 from tf_onthefly._generator import call_generator, register
 

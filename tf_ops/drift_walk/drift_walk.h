@@ -1,6 +1,6 @@
 // drift_walk: +1/-1 walks whose drift depends on the sample's class, for sequence
 // classifiers. Its GPU code is a block-cooperative CUDA kernel (CUB, shared memory, scratch
-// memory) brought as it is: the tutorial's second part (docs/writing-a-generator.md).
+// memory) brought as it is: the tutorial's second part (docs/bringing-a-kernel.md).
 #ifndef TF_ONTHEFLY_DRIFT_WALK_DRIFT_WALK_H_
 #define TF_ONTHEFLY_DRIFT_WALK_DRIFT_WALK_H_
 

@@ -1,7 +1,7 @@
 // GPU kernels of OnTheFly>DriftWalk: a block-cooperative walk generator written as CUDA
 // code is usually written (its own grid, CUB block primitives, shared memory, a scratch
 // buffer, two kernels in a row), and at the end of the file the few lines that make it the
-// launch of a generator (docs/writing-a-generator.md, "Bring a kernel you already have").
+// launch of a generator (docs/bringing-a-kernel.md).
 //
 // One thread block writes one tile of kTile steps of one walk: each thread draws
 // kItemsPerThread consecutive steps, a block-wide inclusive scan turns the steps into
