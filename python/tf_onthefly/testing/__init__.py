@@ -35,6 +35,19 @@ from tf_onthefly import _load  # noqa: E402
 FUZZ_MAX_BYTES_TO_RUN = 32 << 20  # valid fuzz calls with larger outputs are traced, not run
 
 
+def __getattr__(name):
+    """`testing.arguments`, the hypothesis strategies, imported on first use (the checks
+    themselves need no hypothesis)."""
+    if name == "arguments":
+        import importlib
+
+        try:
+            return importlib.import_module("tf_onthefly.testing.arguments")
+        except ImportError as e:
+            raise ImportError(f"tf_onthefly.testing.arguments needs hypothesis: pip install hypothesis ({e})") from e
+    raise AttributeError(f"module 'tf_onthefly.testing' has no attribute {name!r}")
+
+
 def main():
     """Runs the tests of the calling module (tf.test.main)."""
     tf.test.main()
