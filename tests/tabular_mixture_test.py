@@ -77,6 +77,19 @@ class TabularMixtureTest(device_util.DeviceTestCase, testing.GeneratorContract):
             rf, rl = reference(40, kw.pop("feature_dim"), [3, 4], 9, **kw)
             self.assertBitsEqual([f, l], [rf, rl], msg=str(kw))
 
+    @device_util.DeviceTestCase.require_gpu
+    def test_cpu_equals_gpu_at_every_items_per_thread(self):
+        """CPU == GPU bit for bit where the GPU kernel runs 1, 2, 4 and 8 items of a row a
+        thread (rows of 6, 16, 32 and 64 features), 8 with a last group short of 8 (67), and
+        many groups a row (256); the contract test's rows run one item a thread."""
+        for fd in [6, 16, 32, 64, 67, 256]:
+            with tf.device("/CPU:0"):
+                cpu = tabular_mixture(8192, fd, seed=[5, 6], step=7, num_classes=7)
+            with tf.device("/GPU:0"):
+                gpu = tabular_mixture(8192, fd, seed=[5, 6], step=7, num_classes=7)
+            self.assertIn("GPU", gpu[0].device)
+            self.assertBitsEqual(cpu, gpu, msg=f"feature_dim={fd}")
+
     def test_clusters(self):
         """Classes uniform; around each class's mean the features spread by cluster_std."""
         x, y = tabular_mixture(30000, 6, seed=1, step=0, num_classes=3, cluster_std=0.5, separation=4.0)
