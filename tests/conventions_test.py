@@ -97,6 +97,22 @@ class ConventionsTest(tf.test.TestCase):
                 self.assertIn("output_sets", functions)
                 self.assertIn("ARGUMENTS", assigned)
                 self.assertIn("testing.GeneratorContract", bases)
+                # the contract class names the generator and fuzzes ARGUMENTS into output_sets
+                (contract,) = [
+                    n
+                    for n in tree.body
+                    if isinstance(n, ast.ClassDef) and "testing.GeneratorContract" in map(ast.unparse, n.bases)
+                ]
+                fields = {
+                    t.id: ast.unparse(n.value)
+                    for n in contract.body
+                    if isinstance(n, ast.Assign)
+                    for t in n.targets
+                    if isinstance(t, ast.Name)
+                }
+                self.assertEqual(fields.get("generator"), repr(name))
+                self.assertEqual(fields.get("fuzz_arguments"), "ARGUMENTS")
+                self.assertEqual(fields.get("output_sets"), "staticmethod(output_sets)")
 
     def test_every_op_is_documented(self):
         """A summary, and a description for every output and every input and attribute of its own."""
