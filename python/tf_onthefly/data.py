@@ -166,7 +166,7 @@ class _GeneratorCalls:
     A prefetching pipeline's iterator deleted while its prefetch thread waits for the GIL to
     call the generator never returns: the deleting thread holds the GIL while TensorFlow's
     prefetch iterator waits for that thread. An iterator left to the exit's garbage collection
-    hung that way in 6 of 15 runs of a short script on a busy two-core machine. So at exit,
+    hung that way in 6 of 15 runs of a short script. So at exit,
     before that collection, every generator ends at its next call, and the exit waits, the
     GIL released, until no call has run for a moment (30 s at most: a call in progress must
     finish first). Then it collects the garbage: pipelines the program let go of, but which
@@ -321,7 +321,7 @@ def replica_shard(global_batch_size: int):
         # int, so first_sample (a host-memory input of the GPU kernels) is an int32 constant
         # in host memory. Computed from the replica id as an int64 on the GPU it would cost
         # a device-to-host copy and a wait every step (two per step on two replicas, counted
-        # on the H200).
+        # on an H200).
         return int(static) * per_replica, per_replica
     # The replica id is an int32 tensor; int32 arithmetic on the GPU device runs in host
     # memory, where the kernels read first_sample. int64 only where int32 cannot hold it.

@@ -75,12 +75,27 @@ ENVIRONMENT_WORDS = [
             re.I,
         ),
     ),
+    # One workshop's machines, tools and names, not the product's.
+    ("one card as if the only one ('an NVIDIA H200' names it)", re.compile(r"\bthe (NVIDIA )?H[12]00\b")),
+    (
+        "the build machine's cores",
+        re.compile(r"\b(two|2)[ -](busy |idle |shared )?(CPU )?cores?\b|\btwo (busy|idle) ones\b"),
+    ),
+    ("the build machine ('Debian or Ubuntu, as root')", re.compile(r"\bfresh Debian machine\b")),
+    ("a tool that is gone", re.compile(r"\b(gpu_session|stage_device)\.sh\b")),
+    (
+        "'seed model' (reads as the seed argument: the small MLP, small_mlp)",
+        re.compile(r"\bseed (model|config)\b", re.I),
+    ),
     ("a date (history lives in git and CHANGELOG.md)", re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b")),
     ("a time of day", re.compile(r"\b[0-2]\d:[0-5]\d(-[0-2]\d:[0-5]\d)? UTC\b")),
 ]
-# Where dates belong: the changelog, the raw results of runs (named by date and card) and
-# the test data kept from such runs.
-DATES_ALLOWED = re.compile(r"^(CHANGELOG\.md|benchmarks/results/.*|tests/testdata/.*)$")
+# Where dates belong: the changelog, the raw results of runs (named by date and card), the
+# test data kept from such runs and the page of measured numbers, whose every table names the
+# date of its run.
+DATES_ALLOWED = re.compile(r"^(CHANGELOG\.md|docs/performance\.md|benchmarks/results/.*|tests/testdata/.*)$")
+# Where the machine of a run is named: the results and the page whose tables name theirs.
+MACHINES_ALLOWED = re.compile(r"^(docs/performance\.md|benchmarks/results/.*)$")
 TEXT = re.compile(r"\.(py|sh|md|h|cc|cu|bzl|txt|toml|json|cfg|ini|yml|yaml|in)$|(^|/)(BUILD|WORKSPACE|run|\.[\w-]+)$")
 
 
@@ -115,8 +130,61 @@ def word_problems(path, text):
         for what, regex in ENVIRONMENT_WORDS:
             if what.startswith(("a date", "a time")) and DATES_ALLOWED.match(path):
                 continue
+            if what.startswith(("one card", "the build machine's")) and MACHINES_ALLOWED.match(path):
+                continue
             if regex.search(line):
                 found.append((n, what, line.strip()[:120]))
+    return found
+
+
+# What a page names must exist (docs that name what is gone mislead): a repository path
+# (`tf_ops/sdk/gpu_launch.h`), a result file (`2026-12-03_h200_rates.txt`, in
+# benchmarks/results/), a function of a file (`StreamKey` (`tf_ops/sdk/generator.h`)) and
+# another page's section (docs/training.md, "Many steps per call"). Pages: every *.md but
+# the changelog, which names what was removed.
+TOP_DIRS = r"tf_ops|python|tests|benchmarks|tools|docs|third_party|\.ci"
+REPO_PATH = re.compile(rf"(?<![\w/.$~@-])((?:{TOP_DIRS})/[\w./+-]*\w)(\.\{{[\w,]+\}})?")
+RESULT_FILE = re.compile(r"\b(20\d\d-[01]\d-[0-3]\d_[\w-]+)\.(\{[\w,]+\}|\w+)")
+SYMBOL_IN_FILE = re.compile(rf"`(\w+)(?:\(\))?` \(`((?:{TOP_DIRS})/[\w./-]+)`\)")
+SECTION = re.compile(r"\b(docs/[\w-]+\.md),? \(?\"([^\"]+)\"")
+# Paths the build writes (bazel-bin/...), named as the places they take.
+BUILT = {"python/tf_onthefly/_variants.py", "python/tf_onthefly/_build_info.py"}
+
+
+def has_section(page, section):
+    """Whether `section` names a heading of the page (all of it, or the part before or after
+    its colon, or before a bracket: "The layers" for "The layers: what each library holds",
+    "XLA" for "XLA (`jit_compile`)") or a term it defines
+    in bold."""
+    for line in page.split("\n"):
+        heading = line.lstrip("#").strip() if line.startswith("#") else ""
+        if heading and (
+            heading == section
+            or heading.startswith((section + ":", section + " ("))
+            or heading.endswith(": " + section)
+        ):
+            return True
+    return f"**{section}**" in page
+
+
+def page_problems(text, exists, read):
+    """[what] a page names that is not there. exists(path) and read(path) see the tree."""
+    found = []
+    for path, alternatives in REPO_PATH.findall(text):
+        for p in [f"{path}.{e}" for e in alternatives.strip(".{}").split(",")] if alternatives else [path]:
+            if p not in BUILT and not exists(p):
+                found.append(f"names {p}, which does not exist")
+    for stem, ext in RESULT_FILE.findall(text):
+        for e in ext.strip("{}").split(","):
+            if not exists(f"benchmarks/results/{stem}.{e}"):
+                found.append(f"names the result {stem}.{e}, which benchmarks/results/ does not hold")
+    for symbol, path in SYMBOL_IN_FILE.findall(text):
+        if exists(path) and not re.search(rf"\b{symbol}\b", read(path)):
+            found.append(f"says {path} has {symbol}; it does not")
+    flat = " ".join(text.split())
+    for page, section in SECTION.findall(flat):
+        if exists(page) and not has_section(read(page), section):
+            found.append(f'names the section "{section}" of {page}, which has no such heading')
     return found
 
 
@@ -162,6 +230,29 @@ class SourceCodeTest(unittest.TestCase):
         missing = sorted(d for d in folders if f"{d}/__init__.py" not in self.files)
         self.assertEqual(missing, [], "folders of benchmarks/ modules without __init__.py")
 
+    def test_pages_name_what_exists(self):
+        def exists(path):
+            return os.path.exists(os.path.join(ROOT, path))
+
+        def read(path):
+            with open(os.path.join(ROOT, path), encoding="utf-8", errors="replace") as fh:
+                return fh.read()
+
+        problems = []
+        for f in self.files:
+            if f.endswith(".md") and f != "CHANGELOG.md" and not f.startswith("third_party/"):
+                problems += [f"{f}: {what}" for what in page_problems(read(f), exists, read)]
+        self.assertEqual(problems, [], "\n" + "\n".join(problems))
+
+    def test_every_result_is_described(self):
+        results = [f for f in self.files if f.startswith("benchmarks/results/") and not f.endswith("README.md")]
+        with open(os.path.join(ROOT, "benchmarks/results/README.md"), encoding="utf-8") as fh:
+            readme = fh.read()
+        named = set()
+        for stem, ext in RESULT_FILE.findall(readme):
+            named |= {f"benchmarks/results/{stem}.{e}" for e in ext.strip("{}").split(",")}
+        self.assertEqual(sorted(set(results) - named), [], "results not in benchmarks/results/README.md")
+
     def test_the_rules_catch_what_they_name(self):
         self.assertTrue(word_problems("docs/x.md", "staged with ../shared/device"))
         self.assertTrue(word_problems("docs/x.md", "as in the third session"))
@@ -170,10 +261,29 @@ class SourceCodeTest(unittest.TestCase):
         self.assertFalse(word_problems("docs/x.md", "tf.compat.v1.Session and test_session"))
         self.assertFalse(word_problems("docs/x.md", "benchmarks/results/2026-12-03_h200_rates.txt"))
         self.assertFalse(word_problems("CHANGELOG.md", "## 0.2.0 (2026-12-03)"))
+        self.assertTrue(word_problems("docs/x.md", "measured on the H200"))
+        self.assertFalse(word_problems("docs/x.md", "measured on an NVIDIA H200"))
+        self.assertFalse(word_problems("benchmarks/results/README.md", "the H200 run"))
+        self.assertTrue(word_problems("README.md", "3 minutes on two busy cores"))
+        self.assertTrue(word_problems("README.md", "## The two commands (fresh Debian machine, as root)"))
+        self.assertTrue(word_problems("CHANGELOG.md", "replaced tools/gpu_session.sh"))
+        self.assertTrue(word_problems("docs/bench.md", "the seed model trains"))
         self.assertTrue(layout_problem("tools/op_cost.py"))
         self.assertTrue(layout_problem("scratch/notes.txt"))
         self.assertIsNone(layout_problem("tools/build/tf_release.sh"))
         self.assertIsNone(layout_problem("tools/testing/test_all_tf.sh"))
+        tree = {"tf_ops/sdk/gpu_launch.h": "void LaunchKernel();", "docs/a.md": "# T\n## Many steps\n"}
+        exists, read = tree.__contains__, tree.__getitem__
+        self.assertFalse(
+            page_problems("`tf_ops/sdk/gpu_launch.h`, `LaunchKernel` (`tf_ops/sdk/gpu_launch.h`)", exists, read)
+        )
+        self.assertTrue(page_problems("`tf_ops/common/gpu_launch.h`", exists, read))
+        self.assertTrue(page_problems("`Launch` (`tf_ops/sdk/gpu_launch.h`)", exists, read))
+        self.assertTrue(page_problems("`2026-12-03_h200_x.txt`", exists, read))
+        self.assertFalse(page_problems('(docs/a.md, "Many\nsteps")', exists, read))
+        self.assertTrue(page_problems("`tf_ops/sdk/gpu_launch.{h,cc}`", exists, read))
+        self.assertTrue(page_problems('docs/a.md, "Few steps"', exists, read))
+        self.assertFalse(page_problems("bazel-bin/tf_ops/x.so and //tf_ops/x:y", exists, read))
         self.assertTrue(python_problems("benchmarks/x.py", "sys.path.insert(0, HERE)\n"))
         self.assertTrue(python_problems("python/tf_onthefly/data.py", "from tf_onthefly.bench import timing\n"))
         self.assertTrue(python_problems("python/tf_onthefly/data.py", "from tf_onthefly import _load, bench\n"))

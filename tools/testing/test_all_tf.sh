@@ -2,7 +2,7 @@
 # Runs the whole CPU test suite (bazel test //..., GPU variants filtered out) against every
 # supported TensorFlow (tf_ops/tf_versions.bzl), each in its own virtual environment
 # (~/.cache/tf_onthefly/venvs/tf-<minor>, kept between runs), then configures back the
-# default. Not in CI: about 20 minutes on two cores (docs/packaging.md has the last run).
+# default. Not in CI: about 20 minutes once the virtual environments exist (docs/packaging.md).
 #   tools/testing/test_all_tf.sh [VERSION...]
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
