@@ -1,7 +1,7 @@
 """Runs the measurements from a built wheel on any GPU host with TensorFlow.
 
     python -m benchmarks.run --wheel dist/tf_onthefly-*.whl --out DIR \\
-        [--target D] [--kernels D] [--dry-run] MODE [MODE ...]
+        [--target D] [--kernels D] [--steps STEP,...] [--dry-run] MODE [MODE ...]
 
 Run from the repository's root (the benchmarks are read from it); the wheel is installed
 as the GPU test runner installs it (tools/testing/gpu_run.py, whose machinery this uses:
@@ -40,7 +40,8 @@ into this Python, or into folder D with --target). Modes:
   soak      1,000,000 training steps, memory and data position checked (soak)
   all       every mode above, in that order
 
-Each step's raw output goes to DIR/<date>_<card>_<step>.log (JSON beside it where the module
+`--dry-run` lists each mode's steps and commands; `--steps` runs some of them (a long mode
+in parts). Each step's raw output goes to DIR/<date>_<card>_<step>.log (JSON beside it where the module
 writes some), ready to be kept under benchmarks/results/ (README.md there);
 DIR/<date>_<card>_header.txt says which card, driver, software, commit and command;
 DIR/<date>_<card>_summary.txt has one line per step with its exit status. The exit status

@@ -530,7 +530,7 @@ class SimplePathExitTest(tf.test.TestCase):
     def test_exit_with_a_prefetching_iterator_alive(self):
         """An iterator deleted while its prefetch thread waits for the GIL to call the
         generator deadlocks (the deleting thread holds the GIL): without from_python's exit
-        hook, 6 runs in 15 of this script hung at exit on a busy two-core machine."""
+        hook, 6 runs in 15 of this script hung at exit."""
         self.run_script(6)
 
     def test_exit_after_letting_go_of_the_iterator_is_silent(self):

@@ -1,7 +1,7 @@
 """Runs the GPU tests from a built wheel on any GPU host with TensorFlow.
 
     python3 tools/testing/gpu_run.py --wheel dist/tf_onthefly-*.whl --out DIR \\
-        [--target D] [--kernels D] [--tests NAME,...] [--dry-run] MODE [MODE ...]
+        [--target D] [--kernels D] [--tests NAME,...] [--steps STEP,...] [--dry-run] MODE [MODE ...]
 
 Run from a checkout of the repository (the test files are read from it). The wheel is
 installed into this Python (`pip install --no-deps`; TensorFlow must already be there), or
@@ -148,6 +148,7 @@ def parser(doc, modes):
     ap.add_argument("--target", help="install the wheel into this folder instead of this Python")
     ap.add_argument("--kernels", help="folder of built test kernels: bazel-bin/tests/sdk_ops/*.so and the like")
     ap.add_argument("--dry-run", action="store_true", help="print the steps' commands; install and run nothing")
+    ap.add_argument("--steps", default="", help="only these steps of the modes, comma-separated (--dry-run lists them)")
     ap.add_argument("modes", nargs="+", choices=modes + ["all"])
     return ap
 
@@ -157,6 +158,12 @@ def run(args, modes, steps_of):
     args, name)` gives them) with its log; the exit status: 1 if any step failed."""
     args.kernels = args.kernels and os.path.abspath(args.kernels)
     modes = modes if "all" in args.modes else args.modes
+    if args.steps:  # a long mode in parts, each within a time limit
+        chosen, every = set(args.steps.split(",")), steps_of
+
+        def steps_of(mode, args, name):
+            return [s for s in every(mode, args, name) if s[0] in chosen]
+
     if args.dry_run:
         for mode in modes:
             for step, cmd, timeout, cwd in steps_of(mode, args, lambda s: os.path.join(args.out, s)):
