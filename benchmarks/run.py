@@ -41,9 +41,9 @@ into this Python, or into folder D with --target). Modes:
   all       every mode above, in that order
 
 `--dry-run` lists each mode's steps and commands; `--steps` runs some of them (a long mode
-in parts). Each step's raw output goes to DIR/<date>_<card>_<step>.log (JSON beside it where the module
-writes some), ready to be kept under benchmarks/results/ (README.md there);
-DIR/<date>_<card>_header.txt says which card, driver, software, commit and command;
+in parts). Each step's raw output goes to DIR/<date>_<card>_<step>.log (JSON beside it
+where the module writes some), ready to be kept under benchmarks/results/ (README.md
+there); DIR/<date>_<card>_header.txt says which card, driver, software, commit and command;
 DIR/<date>_<card>_summary.txt has one line per step with its exit status. The exit status
 is 1 if any step failed.
 """
