@@ -154,8 +154,7 @@ BUILT = {"python/tf_onthefly/_variants.py", "python/tf_onthefly/_build_info.py"}
 def has_section(page, section):
     """Whether `section` names a heading of the page (all of it, or the part before or after
     its colon, or before a bracket: "The layers" for "The layers: what each library holds",
-    "XLA" for "XLA (`jit_compile`)") or a term it defines
-    in bold."""
+    "XLA" for "XLA (`jit_compile`)") or a term it defines in bold."""
     for line in page.split("\n"):
         heading = line.lstrip("#").strip() if line.startswith("#") else ""
         if heading and (
