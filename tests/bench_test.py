@@ -169,7 +169,7 @@ def fixture(name):
 
 class VerdictTest(tf.test.TestCase):
     """The advice follows the table: on two GPU runs' tables, a path measured above its
-    constant batch (cnn, fit64, jit off: 1.19x on the H100, 1.16x on the H200) is weighed
+    constant batch (cnn, fit64, jit off: 1.19x on an H100, 1.16x on an H200) is weighed
     like any other row and named, never set aside for a path that measured 2x slower."""
 
     def test_no_verdict_disagrees_with_its_table(self):
