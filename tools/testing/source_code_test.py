@@ -252,6 +252,17 @@ class SourceCodeTest(unittest.TestCase):
             named |= {f"benchmarks/results/{stem}.{e}" for e in ext.strip("{}").split(",")}
         self.assertEqual(sorted(set(results) - named), [], "results not in benchmarks/results/README.md")
 
+    def test_counter_contract_says_where_keys_are_derived(self):
+        """docs/counter-contract.md: the GPU kernel derives the stream keys on the device (its
+        first threads call StreamKey), not the host before the launch."""
+        with open(os.path.join(ROOT, "docs/counter-contract.md"), encoding="utf-8") as fh:
+            contract = " ".join(fh.read().split())
+        self.assertIn("the GPU kernel derives them on the device", contract)
+        with open(os.path.join(ROOT, "tf_ops/sdk/generator_gpu.cu.h"), encoding="utf-8") as fh:
+            kernel = re.search(r"__global__ void GeneratorKernel\(.*?\n}\n", fh.read(), re.S)
+        self.assertIsNotNone(kernel, "GeneratorKernel not found in tf_ops/sdk/generator_gpu.cu.h")
+        self.assertIn("StreamKey(", kernel.group(0))
+
     def test_the_rules_catch_what_they_name(self):
         self.assertTrue(word_problems("docs/x.md", "staged with ../shared/device"))
         self.assertTrue(word_problems("docs/x.md", "as in the third session"))
