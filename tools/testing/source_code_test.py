@@ -252,6 +252,12 @@ class SourceCodeTest(unittest.TestCase):
             named |= {f"benchmarks/results/{stem}.{e}" for e in ext.strip("{}").split(",")}
         self.assertEqual(sorted(set(results) - named), [], "results not in benchmarks/results/README.md")
 
+    def test_performance_page_is_short(self):
+        """docs/performance.md holds current numbers only, one table per measurement."""
+        with open(os.path.join(ROOT, "docs/performance.md"), encoding="utf-8") as fh:
+            lines = fh.read().count("\n")
+        self.assertLessEqual(lines, 150, "docs/performance.md: current numbers only (history is in git)")
+
     def test_counter_contract_says_where_keys_are_derived(self):
         """docs/counter-contract.md: the GPU kernel derives the stream keys on the device (its
         first threads call StreamKey), not the host before the launch."""
