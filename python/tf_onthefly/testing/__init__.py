@@ -258,7 +258,7 @@ class GeneratorContract:
         metadata = tf.compat.v1.RunMetadata()
         with tf.compat.v1.Session(graph=graph, config=config) as sess:
             sess.run(loop, options=tf.compat.v1.RunOptions(output_partition_graphs=True), run_metadata=metadata)
-        # The Session's fetches are received on /CPU:0 after the loop; what counts is which
+        # The run's fetches are received on /CPU:0 after the loop; what counts is which
         # parts run the loop (each has its own copy of the loop's control nodes).
         loop_devices = {
             node.device
