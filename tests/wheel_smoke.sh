@@ -43,6 +43,17 @@ for setup in "${setups[@]}"; do
   echo "$info"
   echo "$info" | grep -Eq "$gpu_kernels" || { echo "FAIL: info does not say '$gpu_kernels'"; exit 1; }
   (cd "$work" && "$py" "$OLDPWD/tests/wheel_smoke.py")
+  # A generator of one's own against the installed wheel (examples/external_generator/, as
+  # a user's repository): its README's `## Build and test` block, run in a copy of the
+  # folder with this environment's python first on PATH. With the newest TensorFlow (XLA
+  # kernels: jit_compile is checked too).
+  if [ "$extra" = cpu ]; then
+    cp -r examples/external_generator "$work/external_generator"
+    awk '/^## Build and test/ {s = 1} s && /^```/ {if (b) exit; b = 1; next} b' \
+      examples/external_generator/README.md >"$work/external_generator/build_and_test.sh"
+    echo "== examples/external_generator: $(grep -c . "$work/external_generator/build_and_test.sh") commands of its README"
+    (cd "$work/external_generator" && PATH="$venv/bin:$PATH" bash -euo pipefail build_and_test.sh 2>&1 | tail -5)
+  fi
 done
 # An unsupported TensorFlow (faked in a fresh interpreter): ImportError at import, naming the
 # range and the installed TensorFlow's own distribution (tensorflow-cpu here).
