@@ -52,7 +52,12 @@ for setup in "${setups[@]}"; do
     awk '/^## Build and test/ {s = 1} s && /^```/ {if (b) exit; b = 1; next} b' \
       examples/external_generator/README.md >"$work/external_generator/build_and_test.sh"
     echo "== examples/external_generator: $(grep -c . "$work/external_generator/build_and_test.sh") commands of its README"
-    (cd "$work/external_generator" && PATH="$venv/bin:$PATH" bash -euo pipefail build_and_test.sh 2>&1 | tail -5)
+    if ! (cd "$work/external_generator" && PATH="$venv/bin:$PATH" bash -euo pipefail build_and_test.sh >"$work/example.log" 2>&1); then
+      cat "$work/example.log"
+      echo "FAIL: examples/external_generator's README block"
+      exit 1
+    fi
+    tail -5 "$work/example.log"
   fi
 done
 # An unsupported TensorFlow (faked in a fresh interpreter): ImportError at import, naming the

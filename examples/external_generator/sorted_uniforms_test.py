@@ -14,10 +14,10 @@ import tensorflow as tf
 import tf_onthefly
 from tf_onthefly import testing
 
-try:
-    from tf_onthefly.testing import arguments
-except ImportError:  # no hypothesis: the fuzz is skipped, saying so
-    arguments = None
+try:  # the fuzz's argument space needs hypothesis; without it the fuzz is skipped, saying so
+    sizes = testing.arguments.sizes
+except ImportError:
+    sizes = None
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 tf_onthefly.load_generators(
@@ -35,7 +35,7 @@ class BlockSortedUniformsTest(testing.GeneratorTestCase):
     generator = "block_sorted_uniforms"
     arguments = dict(length=16384)  # the longest: the block sort's 64 KiB of shared memory
     gpu_batch_size = 512
-    fuzz_arguments = dict(length=arguments.sizes(1, 16384)) if arguments else None
+    fuzz_arguments = dict(length=sizes(1, 16384)) if sizes else None
     output_sets = sorted_in_unit_interval
 
 
@@ -43,7 +43,7 @@ class SegmentSortedUniformsTest(testing.GeneratorTestCase):
     generator = "segment_sorted_uniforms"
     arguments = dict(length=3000)
     gpu_batch_size = 1024
-    fuzz_arguments = dict(length=arguments.sizes(1, 1 << 20)) if arguments else None
+    fuzz_arguments = dict(length=sizes(1, 1 << 20)) if sizes else None
     output_sets = sorted_in_unit_interval
 
 
