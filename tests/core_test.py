@@ -397,6 +397,10 @@ class RegistrationTest(unittest.TestCase):
             (dict(struct_size=16), "its registration record has 16 bytes"),
             (dict(name=b"OnTheFly>RandomWalk"), "a generator of that name is registered already, by "),
             (dict(num_outputs=0), "it has 0 outputs; a generator has 1 to 4"),
+            (
+                dict(doc=b"A probe.\n\ncub::BlockRadixSort sorts.\nout: the values."),
+                "its doc line 'cub::BlockRadixSort sorts.' documents an argument 'cub', which it does not have",
+            ),
         ]:
             with self.subTest(message=message):
                 code, errors = self.register(**fields)
@@ -404,6 +408,10 @@ class RegistrationTest(unittest.TestCase):
                 self.assertEqual(len(errors), 1, errors)
                 self.assertIn(" was not registered: " + message, errors[0])
         self.assertIn("libtf_onthefly_core.so", self.register(name=b"OnTheFly>RandomWalk")[1][0])
+
+    def test_doc_lines_naming_arguments_are_taken(self):
+        doc = b"cub: the summary may start so.\n  cub:: indented is prose.\nout: the values.\nseed: its seed."
+        self.assertEqual(self.register(name=b"OnTheFly>DocProbe", doc=doc), (0, []))
 
     def test_a_spec_without_variants_is_not_offered(self):
         code, errors = self.register(name=b"OnTheFly>NoVariants")

@@ -230,6 +230,41 @@ bool Reserved(const std::string& name) {
   return false;
 }
 
+// The doc's argument lines: after its first line (the summary), a line that starts with a
+// name and a colon ("length: ...", also "cub::Sort ...") documents the argument of that
+// name, as TensorFlow reads an op's doc; a name the op does not have would make
+// TensorFlow's op registration abort the process, so it is refused here, naming the line.
+sdk::Status CheckDoc(const Generator& g) {
+  std::string_view rest = g.doc;
+  bool summary = true;
+  while (!rest.empty()) {
+    const size_t end = rest.find('\n');
+    const std::string_view line = rest.substr(0, end);
+    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+    if (Trim(line).empty()) continue;
+    if (summary) {
+      summary = false;
+      continue;
+    }
+    size_t n = 0;
+    while (n < line.size() && (std::isalnum(static_cast<unsigned char>(line[n])) || line[n] == '_'))
+      ++n;
+    size_t colon = n;
+    while (colon < line.size() && std::isspace(static_cast<unsigned char>(line[colon]))) ++colon;
+    if (n == 0 || !std::isalpha(static_cast<unsigned char>(line[0])) || colon >= line.size() ||
+        line[colon] != ':')
+      continue;
+    const std::string name(line.substr(0, n));
+    bool found = g.FindAttr(name) != nullptr;
+    for (const auto* args : {&g.inputs, &g.outputs})
+      for (const ArgSpec& a : *args) found = found || a.name == name;
+    OTF_REQUIRE(found, "its doc line '", line, "' documents an argument '", name,
+                "', which it does not have (a doc line starting 'name:' documents the input, "
+                "output or attribute of that name): indent the line or reword it");
+  }
+  return sdk::OkStatus();
+}
+
 sdk::Status BuildGenerator(const OtfGeneratorDef& def, Generator* g) {
   OTF_REQUIRE(def.name != nullptr && *def.name != '\0', "a generator has no op name");
   g->name = def.name;
@@ -273,7 +308,7 @@ sdk::Status BuildGenerator(const OtfGeneratorDef& def, Generator* g) {
                   "': its type is neither a type (float, int32, ...) nor a type attribute");
     }
   }
-  return sdk::OkStatus();
+  return CheckDoc(*g);
 }
 
 sdk::Status BuildVariant(const OtfVariantDef& def, const Generator& g, Variant* v) {
