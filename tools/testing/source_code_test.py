@@ -36,6 +36,7 @@ TOP_LEVEL = {
     "build_pip_pkg.sh",
     "configure.sh",
     "docs",
+    "examples",  # what a user's own repository looks like, built against the installed wheel
     "pyproject.toml",
     "python",  # the package
     "requirements.txt",
@@ -142,7 +143,7 @@ def word_problems(path, text):
 # benchmarks/results/), a function of a file (`StreamKey` (`tf_ops/sdk/generator.h`)) and
 # another page's section (docs/training.md, "Many steps per call"). Pages: every *.md but
 # the changelog, which names what was removed.
-TOP_DIRS = r"tf_ops|python|tests|benchmarks|tools|docs|third_party|\.ci"
+TOP_DIRS = r"tf_ops|python|tests|benchmarks|examples|tools|docs|third_party|\.ci"
 REPO_PATH = re.compile(rf"(?<![\w/.$~@-])((?:{TOP_DIRS})/[\w./+-]*\w)(\.\{{[\w,]+\}})?")
 RESULT_FILE = re.compile(r"\b(20\d\d-[01]\d-[0-3]\d_[\w-]+)\.(\{[\w,]+\}|\w+)")
 SYMBOL_IN_FILE = re.compile(rf"`(\w+)(?:\(\))?` \(`((?:{TOP_DIRS})/[\w./-]+)`\)")
