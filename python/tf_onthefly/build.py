@@ -58,6 +58,19 @@ def find_nvcc():
     return _which("nvcc", home and os.path.join(home, "bin", "nvcc"), "/usr/local/cuda/bin/nvcc")
 
 
+def nvcc_include_dirs(nvcc):
+    """The CUDA headers nvcc itself compiles with (its dry run's INCLUDES and SYSTEM_INCLUDES:
+    right also where `nvcc` on PATH is a wrapper script outside the toolkit)."""
+    out = subprocess.run(
+        [nvcc, "--dryrun", "-x", "cu", "-c", os.devnull, "-o", os.devnull], capture_output=True, text=True
+    ).stderr
+    dirs = []
+    for line in out.splitlines():
+        if re.match(r"#\$ (SYSTEM_)?INCLUDES=", line):
+            dirs += re.findall(r'(?:-I|-isystem"? ")"?([^" ]+)', line)
+    return [os.path.normpath(d) for d in dirs if os.path.isdir(d)]
+
+
 def nvcc_version(nvcc):
     out = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
     found = re.search(r"release (\d+)\.(\d+)", out)
@@ -189,9 +202,10 @@ def build(folder, output=None, cuda="auto", archs=None, jobs=None, verbose=False
             raise BuildError(
                 "no CUDA headers: neither TensorFlow's (tensorflow/include/third_party/gpus/cuda) nor nvcc's"
             )
-        host_flags.append(
-            f"-isystem{os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(nvcc))), 'include')}"
-        )
+        dirs = nvcc_include_dirs(nvcc)
+        if not dirs:
+            raise BuildError(f"no CUDA headers: TensorFlow has none, and {nvcc} --dryrun names no include folder")
+        host_flags += [f"-isystem{d}" for d in dirs]
     with tempfile.TemporaryDirectory(prefix="otf_build_") as work:
         commands = []
         if kind is None:
