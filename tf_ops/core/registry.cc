@@ -246,15 +246,12 @@ sdk::Status CheckDoc(const Generator& g) {
       summary = false;
       continue;
     }
-    size_t n = 0;
-    while (n < line.size() && (std::isalnum(static_cast<unsigned char>(line[n])) || line[n] == '_'))
-      ++n;
-    size_t colon = n;
-    while (colon < line.size() && std::isspace(static_cast<unsigned char>(line[colon]))) ++colon;
-    if (n == 0 || !std::isalpha(static_cast<unsigned char>(line[0])) || colon >= line.size() ||
-        line[colon] != ':')
+    // A letter first (an indented line is prose), then a name, spaces and the colon.
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos || !std::isalpha(static_cast<unsigned char>(line[0])))
       continue;
-    const std::string name(line.substr(0, n));
+    const std::string name(Trim(line.substr(0, colon)));
+    if (!IsName(name)) continue;
     bool found = g.FindAttr(name) != nullptr;
     for (const auto* args : {&g.inputs, &g.outputs})
       for (const ArgSpec& a : *args) found = found || a.name == name;
