@@ -60,23 +60,10 @@ BENCH_IMPORT = re.compile(
 )
 PACKAGE_CORE = re.compile(r"^python/tf_onthefly/(?!__main__\.py$)[\w]+\.py$")
 
-# Words of the environment the project was built in, not of the product. Each: (what, regex).
+# Words that belong to a project's history or one machine, not to the product. Each: (what, regex).
 ENVIRONMENT_WORDS = [
-    ("a path outside the repository", re.compile(r"\.\./shared\b")),
-    ("a staging folder of one machine", re.compile(r"\.devtf\b")),
-    ("'lent' (a machine lent for a while)", re.compile(r"\blent\b", re.I)),
-    ("'main job' (words of a brief)", re.compile(r"\bmain job\b", re.I)),
-    ("'seed document' (words of a brief)", re.compile(r"\bseed document\b", re.I)),
     ("an issue number", re.compile(r"\bissues? #?\d+", re.I)),
-    (
-        "a work session",
-        re.compile(
-            r"\b(this|that|next|previous|one|each|same|later|earlier|first|second|third|fourth|fifth|"
-            r"device|work|GPU|staging) sessions?\b",
-            re.I,
-        ),
-    ),
-    # One workshop's machines, tools and names, not the product's.
+    # One machine's card, cores and tools, and names that read as something else.
     ("one card as if the only one ('an NVIDIA H200' names it)", re.compile(r"\bthe (NVIDIA )?H[12]00\b")),
     (
         "the build machine's cores",
@@ -271,8 +258,6 @@ class SourceCodeTest(unittest.TestCase):
         self.assertIn("StreamKey(", kernel.group(0))
 
     def test_the_rules_catch_what_they_name(self):
-        self.assertTrue(word_problems("docs/x.md", "staged with ../shared/device"))
-        self.assertTrue(word_problems("docs/x.md", "as in the third session"))
         self.assertTrue(word_problems("docs/x.md", "fixed in issue 13"))
         self.assertTrue(word_problems("docs/x.md", "run of 2026-12-03"))
         self.assertFalse(word_problems("docs/x.md", "tf.compat.v1.Session and test_session"))
