@@ -240,6 +240,20 @@ class SourceCodeTest(unittest.TestCase):
             named |= {f"benchmarks/results/{stem}.{e}" for e in ext.strip("{}").split(",")}
         self.assertEqual(sorted(set(results) - named), [], "results not in benchmarks/results/README.md")
 
+    def test_every_measurement_is_described_once(self):
+        """benchmarks/README.md's table has one row per measurement module (its helpers, the
+        runner and the CI smoke test are named in its text, not in the table)."""
+        with open(os.path.join(ROOT, "benchmarks/README.md"), encoding="utf-8") as fh:
+            rows = re.findall(r"^\| `([^`]+?)/?` \|", fh.read(), re.M)
+        modules = {
+            f[len("benchmarks/") :].removesuffix(".py")
+            for f in self.files
+            if re.fullmatch(r"benchmarks/[a-z_]+\.py", f) or re.fullmatch(r"benchmarks/kernel_bench/BUILD", f)
+        }
+        modules = {m.removesuffix("/BUILD") for m in modules} - {"__init__", "loops", "run", "smoke_test"}
+        twice = sorted({r for r in rows if rows.count(r) > 1})
+        self.assertEqual((sorted(modules - set(rows)), twice), ([], []), "benchmarks/README.md: (missing, twice)")
+
     def test_performance_page_is_short(self):
         """docs/performance.md holds current numbers only, one table per measurement."""
         with open(os.path.join(ROOT, "docs/performance.md"), encoding="utf-8") as fh:
