@@ -182,9 +182,10 @@ class CudaKernelXlaOp : public tensorflow::XlaOpKernel {
     for (size_t i = 0; i < attrs_.out_types.size(); ++i) {
       xla::PrimitiveType type;
       OP_REQUIRES_OK(ctx, tensorflow::DataTypeToPrimitiveType(attrs_.out_types[i], &type));
-      const tensorflow::TensorShape shape = attrs_.OutputShape(i);
-      outputs_.push_back(xla::ShapeUtil::MakeShape(
-          type, std::vector<int64_t>(shape.dim_sizes().begin(), shape.dim_sizes().end())));
+      // dim_sizes() returns its vector by value: begin and end of one copy.
+      const auto dims = attrs_.OutputShape(i).dim_sizes();
+      outputs_.push_back(
+          xla::ShapeUtil::MakeShape(type, std::vector<int64_t>(dims.begin(), dims.end())));
     }
   }
 
