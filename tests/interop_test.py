@@ -419,6 +419,10 @@ class GpuBridgeTest(device_util.DeviceTestCase):
         # Buffers allocated once (Numba frees device memory with cuMemFree, which waits for
         # the device): batch `step` goes to buffer step % 12, which holds an older batch.
         buffers = [numba_cuda.device_array(n, np.float32, stream=stream) for _ in range(12)]
+        try:  # compiled here: a Numba older than this NumPy fails in its own modules
+            slow_fill[1, 1, stream](buffers[0], np.float32(0))
+        except AttributeError as e:
+            self.skipTest(f"this Numba cannot compile a kernel with NumPy {np.__version__}: {e}")
 
         def make(step):
             out = buffers[step % len(buffers)]
