@@ -382,14 +382,9 @@ def _step_device(generator):
 
 
 def _generate_and_advance(generator, step_variable):
-    """generator(current step), then step += 1.
-
-    The increment is ordered after the read of the step, whose value the batch is a pure
-    function of, not after the batch itself: the batch's ops never see the new value (a
-    read's tensor keeps the old one), and the add is free to join the step's other work."""
-    step = tf.convert_to_tensor(step_variable)
-    batch = generator(step)
-    with tf.control_dependencies([step]):
+    """generator(current step), then step += 1 once the batch exists."""
+    batch = generator(tf.convert_to_tensor(step_variable))
+    with tf.control_dependencies(tf.nest.flatten(batch)):
         step_variable.assign_add(1)
     return batch
 
