@@ -382,21 +382,17 @@ def write_ceiling(device, gpu, calls=40):
     """Bytes a second the device's memory takes when written, measured here: `calls` fills
     of 256 MiB (16 MiB on a CPU) queued back to back (a fill writes and reads nothing), the
     best of three. A step whose batch is made on the device writes the batch's bytes at
-    least once: at this rate that takes batch bytes / ceiling seconds (the write floor).
-
-    On a GPU the fill is compiled by XLA (vector stores at the memory's rate): TensorFlow's
-    own Fill kernel writes at well under half of it (an H100: 0.86-1.35 TB/s against
-    3.2), which made a floor that measured paths beat."""
+    least once: at this rate that takes batch bytes / ceiling seconds (the write floor)."""
     n = ((256 if gpu else 16) << 20) // 4
     with tf.device(device):
-        fill = tf.function(lambda v: tf.fill([n], v), jit_compile=bool(gpu))
-        fill(tf.constant(1.0))[-1:].numpy()  # compile, allocate
+        fill = tf.function(lambda v: tf.fill([n], v)[-1:])  # only one element leaves the device
+        fill(tf.constant(1.0)).numpy()  # trace, allocate
         best = float("inf")
         for _ in range(3):
             t0 = time.perf_counter()
             for i in range(calls):
                 out = fill(tf.constant(float(i)))
-            out[-1:].numpy()  # only one element leaves the device
+            out.numpy()
             best = min(best, time.perf_counter() - t0)
     return calls * n * 4 / best
 
