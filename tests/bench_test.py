@@ -220,6 +220,14 @@ class VerdictTest(tf.test.TestCase):
         self.assertIn("Writing its 64 MiB batch takes a step at least 20 us at the 3280 GB/s write ceiling", v["text"])
         self.assertIn("reaches 0.89x the constant batch at best; op-in-step measured 96% of that.", v["text"])
 
+    def test_a_floor_a_path_beat_is_not_given(self):
+        # The H100's floor run: its fills measured 858 GB/s, a floor of 0.68x for wide_mlp's
+        # 64 MiB batch, and op-in-step measured 0.85x: that ceiling bounds nothing.
+        table = fixture("bench_h100_floor.json")
+        wide = [v for v in bench.verdicts(table) if v["config"] == "wide_mlp"][0]["text"]
+        self.assertIn("no write floor is given", wide)
+        self.assertNotIn("at best", wide)
+
 
 class BenchTest(device_util.DeviceTestCase):
     def test_every_path_mode_and_outputs(self):

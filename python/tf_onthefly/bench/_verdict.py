@@ -79,10 +79,19 @@ def _floor_text(path, r):
     floor = r.get("write_floor")
     if not floor or floor > 0.99:
         return ""
-    write_us = 1e6 * r["batch_bytes"] / (r["write_gb_per_s"] * 1e9)
+    mib, ceiling = r["batch_bytes"] / 2**20, r["write_gb_per_s"]
+    if r["vs_constant"] - r["uncertainty"] > floor:
+        # The path wrote its batch faster than the fills did: the ceiling measured is not the
+        # device's (its fills did not keep the device busy), so it bounds nothing here.
+        return (
+            f" Its {mib:.0f} MiB batch is written each step faster than the {ceiling:.0f} GB/s write ceiling "
+            f"measured in this run allows ({path} {r['vs_constant']:.2f}x the constant batch, that ceiling's "
+            f"floor {floor:.2f}x), so that ceiling is not this device's and no write floor is given."
+        )
+    write_us = 1e6 * r["batch_bytes"] / (ceiling * 1e9)
     return (
-        f" Writing its {r['batch_bytes'] / 2**20:.0f} MiB batch takes a step at least {write_us:.0f} us at the "
-        f"{r['write_gb_per_s']:.0f} GB/s write ceiling measured in this run, so a batch made in the step reaches "
+        f" Writing its {mib:.0f} MiB batch takes a step at least {write_us:.0f} us at the "
+        f"{ceiling:.0f} GB/s write ceiling measured in this run, so a batch made in the step reaches "
         f"{floor:.2f}x the constant batch at best; {path} measured {r['vs_constant'] / floor:.0%} of that."
     )
 
