@@ -57,16 +57,19 @@ class SortedUniformsTest(tf.test.TestCase):
 
     def test_device_wide_sort_under_xla_equals_the_cpu(self):
         """The device-wide sort's scratch memory under jit_compile on the GPU (the XLA custom
-        call's extra result), bit-identical to the CPU, also where the batch takes several sorts."""
+        call's extra result), bit-identical to the CPU, also where the batch takes several sorts;
+        a shard (all samples but the first), so the sorts start at an offset."""
         if not tf.config.list_logical_devices("GPU"):
             self.skipTest("no GPU visible to TensorFlow")
         for batch, length in ((4096, 1000), (3, 1 << 20), (70, 1 << 20)):
             with tf.device("/CPU:0"):
-                want = tf_onthefly.segment_sorted_uniforms(batch, length, seed=11, step=2, first_sample=5)
+                want = tf_onthefly.segment_sorted_uniforms(
+                    batch, length, seed=11, step=2, first_sample=1, num_samples=batch - 1
+                )
             with tf.device("/GPU:0"):
                 got = tf.function(
                     lambda b=batch, n=length: tf_onthefly.segment_sorted_uniforms(
-                        b, n, seed=11, step=2, first_sample=5
+                        b, n, seed=11, step=2, first_sample=1, num_samples=b - 1
                     ),
                     jit_compile=True,
                 )()
