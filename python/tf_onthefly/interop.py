@@ -474,9 +474,13 @@ class DeviceBridge:
             for array, spec, want, name, no_sync in zip(arrays, self._flat_specs, self._shapes, self._names, on_stream)
         ]
         ticket = next(_TICKETS)
+        # The ticket is made on the host, where the op reads it (host memory): made under the
+        # GPU's scope it would be copied to the GPU and back for every batch.
+        with tf.device("/CPU:0"):
+            ticket_tensor = tf.constant(ticket, tf.int64)
         with tf.device(self.device):
             _load.ops.on_the_fly_bridge_put(
-                ticket=tf.constant(ticket, tf.int64), producer_streams=self._streams_tensor(streams), tensors=tensors
+                ticket=ticket_tensor, producer_streams=self._streams_tensor(streams), tensors=tensors
             )
         self._kept.append(arrays)
         return ticket
@@ -508,7 +512,9 @@ class DeviceBridge:
         else:
             step = _args.int_value(step, "DeviceBridge: step")
         if tf.executing_eagerly():
-            return self._take(tf.constant(self._produce(step), tf.int64))
+            ticket = self._produce(step)
+            with tf.device("/CPU:0"):  # the ticket stays on the host, where the op reads it
+                return self._take(tf.constant(ticket, tf.int64))
         with tf.device("/CPU:0"):
             ticket = tf.py_function(self._produce, [tf.cast(step, tf.int64)], Tout=tf.int64, name="DeviceBridge")
         return self._take(ticket)
