@@ -17,7 +17,8 @@ that takes, and costs (docs/interop.md):
   GPU for the producer library's stream (its current stream when make_batch returns, or the
   stream given as sync=), through an event the bridge's op (OnTheFly>BridgePut) records
   there. Producers whose stream cannot be known (JAX, DLPack capsules, sync="device" or
-  "stream", a sync callable) are waited for on the host, once per batch.
+  "stream", a sync callable) are waited for on the host, once per batch. (On an H100 the
+  hand-over still returned after the producer had finished: docs/interop.md, known problem.)
 - Ownership: TensorFlow holds the producer's array until its tensor is freed; the bridge
   also keeps the last `keep` batches, and the producer's stream waits on the GPU for
   TensorFlow's work queued before each hand-over, so a producer's memory pool does not
