@@ -28,9 +28,16 @@ Parts:
              copies' GPU time as a bound on their bytes where the trace has no sizes
              (target: none for ptx-op and cupy-bridge; numpy+prefetch is the control).
   trace      the GPU's events for a graph loop of the PTX op and of the built-in op at
-             1 GiB: whether the host runs ahead of the GPU (no idle gap before a kernel).
+             1 GiB: whether the host runs ahead of the GPU (no idle gap before a kernel);
+  stages     where the bridge's hand-over waits and spends its time: a CuPy producer
+             that spins ~20 ms on its own stream, handed over eagerly five times (after
+             each stage, whether the producer is still busy: the first stage after which it
+             is not is the one that waited for it), then the PTX producer at 32 x 16 in a
+             graph loop with the step on the host (each stage's microseconds a batch,
+             against the loop's time a step).
 --smoke runs every part at toy sizes on any device (host arrays for the bridge, no PTX
-launch without a GPU), to keep the script working where there is no GPU.
+launch without a GPU; stages needs CuPy on a GPU and says so), to keep the script working
+where there is no GPU.
 
 `generators(batch, feature_dim, ptx)` gives the step -> (features, labels) functions of the
 new paths ("ptx-op", and "cupy-bridge" where CuPy is installed) for the input benchmark.
@@ -54,7 +61,7 @@ import tf_onthefly
 from benchmarks import loops
 from benchmarks.op_timeline import events as trace_events
 from benchmarks.op_timeline import gpu_kernels, kernel_ms, traced
-from tf_onthefly import cuda_kernel, data
+from tf_onthefly import _load, cuda_kernel, data, interop
 from tf_onthefly.bench import timing
 from tf_onthefly.interop import DeviceBridge
 
@@ -375,6 +382,120 @@ def part_trace(args, ptx_text):
     return result
 
 
+# The hand-over's stages, in the order one batch passes them (module attribute, name).
+# Nested: _produce holds _order, to_tensor and the put; to_tensor holds _capsule_of and
+# from_dlpack.
+STAGES = [
+    (interop.DeviceBridge, "_produce"),
+    (interop.DeviceBridge, "_order"),
+    (interop, "_capsule_of"),
+    (tf.experimental.dlpack, "from_dlpack"),
+    (interop, "to_tensor"),
+    (_load.ops, "on_the_fly_bridge_put"),
+    (_load.ops, "on_the_fly_bridge_take"),
+]
+
+
+class _Staged:
+    """Wraps the hand-over's stages (and make_batch) while in use: each stage's seconds a
+    call, and after each call whether `busy()` still holds."""
+
+    def __init__(self, busy=None):
+        self.busy, self.seconds, self.calls, self.after = busy, {}, {}, []
+
+    def wrap(self, name, fn):
+        def staged(*a, **k):
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
+                self.calls[name] = self.calls.get(name, 0) + 1
+                if self.busy is not None:
+                    self.after.append((name, bool(self.busy())))
+
+        return staged
+
+    def __enter__(self):
+        self.saved = [(owner, name, getattr(owner, name)) for owner, name in STAGES]
+        for owner, name, fn in self.saved:
+            setattr(owner, name, self.wrap(name, fn))
+        return self
+
+    def __exit__(self, *exc):
+        for owner, name, fn in self.saved:
+            setattr(owner, name, fn)
+
+
+def part_stages(args, ptx_text):
+    """Where DeviceBridge's hand-over waits on the host and spends its time (see the
+    module's docstring). The busy check needs CuPy and a GPU; without them the timing runs
+    with host arrays on the CPU (the smoke run), the busy check is skipped."""
+    cupy = _cupy() if _gpu() else None
+    result = {}
+    if cupy is None:
+        result["busy_after"] = "skipped: needs CuPy and a GPU"
+    else:
+        result.update(_stages_busy(cupy))
+    # Time: the PTX producer at 32 x 16 in a graph loop, the step on the host.
+    steps = max(1, args.loop_steps // 10)
+    timed = _Staged()
+    if cupy is None:
+        make, device, result["producer"] = _host_bridge(32, 16).make_batch, None, "NumPy (host arrays)"
+    else:
+        make, device, result["producer"] = CupyLauncher(cupy, args.ptx, 32, 16), "/GPU:0", "CuPy, the PTX"
+    bridge = DeviceBridge(timed.wrap("make_batch", make), _signature(32, 16))
+    run = loops.graph_loop(bridge, steps, device, host_step=True)
+    with timed:  # traced inside: the graph's py_function holds the wrapped _produce
+        run().numpy()
+        timed.seconds.clear()
+        timed.calls.clear()
+        t0 = time.perf_counter()
+        run().numpy()
+        per_step = (time.perf_counter() - t0) / steps
+    result["us_per_step"] = per_step * 1e6
+    result["us_per_batch"] = {name: 1e6 * t / timed.calls[name] for name, t in timed.seconds.items()}
+    return result
+
+
+def _stages_busy(cupy):
+    """A producer spinning ~20 ms on its own stream, handed over eagerly five times: after
+    each stage, whether it is still busy."""
+    n = 16 << 20
+    spin = cupy.RawKernel(
+        r"""extern "C" __global__ void spin_fill(float* out, long long n, float value, long long cycles) {
+          const long long t0 = clock64();
+          while (clock64() - t0 < cycles) {}
+          for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+               i += (long long)gridDim.x * blockDim.x)
+            out[i] = value;
+        }""",
+        "spin_fill",
+    )
+    cycles = int(0.02 * cupy.cuda.Device().attributes["ClockRate"] * 1000)  # kHz: ~20 ms
+    stream = cupy.cuda.Stream(non_blocking=True)
+    staged = _Staged(busy=lambda: not stream.done)
+
+    def slow(step):
+        with stream:
+            out = cupy.empty(n, cupy.float32)
+            spin((8,), (256,), (out, np.int64(n), np.float32(step), np.int64(cycles)))
+        return (out,)
+
+    result = {"busy_after": [], "first_stage_done": [], "wrong": 0}
+    bridge = DeviceBridge(staged.wrap("make_batch", slow), (tf.TensorSpec([n], tf.float32),), sync=stream)
+    with staged:
+        for step in range(1, 6):
+            staged.after.clear()
+            (x,) = bridge(step)
+            staged.after.append(("returned", not stream.done))
+            result["busy_after"].append([f"{name}:{'busy' if busy else 'done'}" for name, busy in staged.after])
+            result["first_stage_done"].append(next((name for name, busy in staged.after if not busy), None))
+            result["wrong"] += float(tf.reduce_min(x)) != step
+            stream.synchronize()
+    return result
+
+
 def targets(results):
     """One line per target of the parts that ran: the measured value, its spread, the
     target and whether it is met ("n/a" where a path did not run)."""
@@ -424,7 +545,7 @@ def main(argv=None):
     )
     parser.add_argument("--out", help="write the results here as JSON")
     parser.add_argument("--smoke", action="store_true", help="toy sizes, any device")
-    parser.add_argument("--parts", default="rate,step_cost,wide,copies,trace")
+    parser.add_argument("--parts", default="rate,step_cost,wide,copies,trace,stages")
     parser.add_argument("--rounds", type=int, default=11)
     args = parser.parse_args(argv)
     if args.smoke:
@@ -446,6 +567,7 @@ def main(argv=None):
             "wide": part_wide,
             "copies": part_copies,
             "trace": part_trace,
+            "stages": part_stages,
         }[part](args, ptx_text)
         print(part, json.dumps(results[part], indent=1), flush=True)
         gc.collect()  # the part's functions, bridges and pipelines go now, while it is quiet
