@@ -29,12 +29,12 @@ Parts:
              (target: none for ptx-op and cupy-bridge; numpy+prefetch is the control).
   trace      the GPU's events for a graph loop of the PTX op and of the built-in op at
              1 GiB: whether the host runs ahead of the GPU (no idle gap before a kernel);
-  stages     where the bridge's hand-over waits and spends its time: a CuPy producer
-             that spins ~20 ms on its own stream, handed over eagerly five times (after
-             each stage, whether the producer is still busy: the first stage after which it
-             is not is the one that waited for it), then the PTX producer at 32 x 16 in a
-             graph loop with the step on the host (each stage's microseconds a batch,
-             against the loop's time a step).
+  stages     where the bridge's hand-over waits and spends its time: CuPy launching the
+             PTX for 4 GiB (~6 ms) on a stream of its own, handed over eagerly five times
+             (after each stage, whether the producer is still busy: the first stage after
+             which it is not is the one that waited for it), then at 32 x 16 in a graph
+             loop with the step on the host (each stage's microseconds a batch, against
+             the loop's time a step).
 --smoke runs every part at toy sizes on any device (host arrays for the bridge, no PTX
 launch without a GPU; stages needs CuPy on a GPU and says so), to keep the script working
 where there is no GPU.
@@ -434,9 +434,9 @@ def part_stages(args, ptx_text):
     cupy = _cupy() if _gpu() else None
     result = {}
     if cupy is None:
-        result["busy_after"] = "skipped: needs CuPy and a GPU"
+        result["producer_busy_after"] = "skipped: needs CuPy and a GPU"
     else:
-        result.update(_stages_busy(cupy))
+        result.update(_stages_busy(cupy, args.ptx))
     # Time: the PTX producer at 32 x 16 in a graph loop, the step on the host.
     steps = max(1, args.loop_steps // 10)
     timed = _Staged()
@@ -458,40 +458,28 @@ def part_stages(args, ptx_text):
     return result
 
 
-def _stages_busy(cupy):
-    """A producer spinning ~20 ms on its own stream, handed over eagerly five times: after
-    each stage, whether it is still busy."""
-    n = 16 << 20
-    spin = cupy.RawKernel(
-        r"""extern "C" __global__ void spin_fill(float* out, long long n, float value, long long cycles) {
-          const long long t0 = clock64();
-          while (clock64() - t0 < cycles) {}
-          for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-               i += (long long)gridDim.x * blockDim.x)
-            out[i] = value;
-        }""",
-        "spin_fill",
-    )
-    cycles = int(0.02 * cupy.cuda.Device().attributes["ClockRate"] * 1000)  # kHz: ~20 ms
+def _stages_busy(cupy, ptx_path):
+    """The PTX producer writing 4 GiB (~6 ms of GPU time) on a stream of its own, handed
+    over eagerly five times: after each stage, whether it is still busy."""
     stream = cupy.cuda.Stream(non_blocking=True)
+    launcher = CupyLauncher(cupy, ptx_path, 1 << 22, 256)
     staged = _Staged(busy=lambda: not stream.done)
 
-    def slow(step):
+    def make(step):
         with stream:
-            out = cupy.empty(n, cupy.float32)
-            spin((8,), (256,), (out, np.int64(n), np.float32(step), np.int64(cycles)))
-        return (out,)
+            return launcher(step)
 
-    result = {"busy_after": [], "first_stage_done": [], "wrong": 0}
-    bridge = DeviceBridge(staged.wrap("make_batch", slow), (tf.TensorSpec([n], tf.float32),), sync=stream)
+    result = {"producer_busy_after": [], "first_stage_done": []}
+    bridge = DeviceBridge(staged.wrap("make_batch", make), _signature(1 << 22, 256), sync=stream)
     with staged:
         for step in range(1, 6):
             staged.after.clear()
-            (x,) = bridge(step)
+            bridge(step)
             staged.after.append(("returned", not stream.done))
-            result["busy_after"].append([f"{name}:{'busy' if busy else 'done'}" for name, busy in staged.after])
+            result["producer_busy_after"].append(
+                [f"{name}:{'busy' if busy else 'done'}" for name, busy in staged.after]
+            )
             result["first_stage_done"].append(next((name for name, busy in staged.after if not busy), None))
-            result["wrong"] += float(tf.reduce_min(x)) != step
             stream.synchronize()
     return result
 
