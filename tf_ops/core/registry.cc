@@ -246,12 +246,11 @@ sdk::Status CheckDoc(const Generator& g) {
       summary = false;
       continue;
     }
-    // A letter first (an indented line is prose), then a name, spaces and the colon.
-    const size_t colon = line.find(':');
-    if (colon == std::string_view::npos || !std::isalpha(static_cast<unsigned char>(line[0])))
+    // A letter first (an indented line is prose), then "name: ..." as a spec reads it.
+    std::string name;
+    std::string_view text;
+    if (!std::isalpha(static_cast<unsigned char>(line[0])) || !SplitSpec(line, &name, &text).ok())
       continue;
-    const std::string name(Trim(line.substr(0, colon)));
-    if (!IsName(name)) continue;
     bool found = g.FindAttr(name) != nullptr;
     for (const auto* args : {&g.inputs, &g.outputs})
       for (const ArgSpec& a : *args) found = found || a.name == name;
