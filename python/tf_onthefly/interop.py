@@ -457,8 +457,10 @@ class DeviceBridge:
             _check_field(index, name, spec, tensor.dtype == spec.dtype, tensor.dtype.name, tensor.shape.as_list())
         return tensor
 
-    def _produce(self, step) -> int:
-        """make_batch(step), checked, ordered and put under a new ticket (returned)."""
+    def _produce(self, step) -> tf.Tensor:
+        """make_batch(step), checked, ordered and put under a new ticket, returned as an int64
+        tensor on the host, where BridgePut and BridgeTake read it (made under the GPU's
+        scope it would be copied to the GPU and back for every batch)."""
         step = int(step.numpy()) if hasattr(step, "numpy") else int(step)
         self._check_torch()
         batch = self.make_batch(step)
@@ -474,14 +476,11 @@ class DeviceBridge:
             self._tensor(array, spec, want, name, index, no_sync)
             for array, spec, want, name, no_sync in zip(arrays, self._flat_specs, self._shapes, self._names, on_stream)
         ]
-        ticket = next(_TICKETS)
-        # The ticket is made on the host, where the op reads it (host memory): made under the
-        # GPU's scope it would be copied to the GPU and back for every batch.
         with tf.device("/CPU:0"):
-            ticket_tensor = tf.constant(ticket, tf.int64)
+            ticket = tf.constant(next(_TICKETS), tf.int64)
         with tf.device(self.device):
             _load.ops.on_the_fly_bridge_put(
-                ticket=ticket_tensor, producer_streams=self._streams_tensor(streams), tensors=tensors
+                ticket=ticket, producer_streams=self._streams_tensor(streams), tensors=tensors
             )
         self._kept.append(arrays)
         return ticket
@@ -513,9 +512,7 @@ class DeviceBridge:
         else:
             step = _args.int_value(step, "DeviceBridge: step")
         if tf.executing_eagerly():
-            ticket = self._produce(step)
-            with tf.device("/CPU:0"):  # the ticket stays on the host, where the op reads it
-                return self._take(tf.constant(ticket, tf.int64))
+            return self._take(self._produce(step))
         with tf.device("/CPU:0"):
             ticket = tf.py_function(self._produce, [tf.cast(step, tf.int64)], Tout=tf.int64, name="DeviceBridge")
         return self._take(ticket)
