@@ -455,7 +455,34 @@ def part_stages(args, ptx_text):
         per_step = (time.perf_counter() - t0) / steps
     result["us_per_step"] = per_step * 1e6
     result["us_per_batch"] = {name: 1e6 * t / timed.calls[name] for name, t in timed.seconds.items()}
+    result["py_function_floor_us_per_step"] = _py_function_floor(make, steps, device)
     return result
+
+
+def _py_function_floor(make, steps, device):
+    """Microseconds a step of the same graph loop costs with a tf.py_function that hands no
+    batch over: one returning its step and nothing else, one that also calls make_batch.
+    Beside the bridge's step they split its cost into the py_function's own, the producer's
+    and the hand-over's."""
+    out = {}
+    for name, fn in (("returns its step", None), ("calls make_batch", make)):
+
+        def call(step, fn=fn):
+            if fn is not None:
+                fn(int(step.numpy()))
+            return step
+
+        def op(step, call=call):
+            with tf.device("/CPU:0"):
+                got = tf.py_function(call, [step], Tout=tf.int64)
+            return (tf.fill([1], tf.cast(got, tf.float32)),)
+
+        run = loops.graph_loop(op, steps, device, host_step=True)
+        run().numpy()
+        t0 = time.perf_counter()
+        run().numpy()
+        out[name] = (time.perf_counter() - t0) / steps * 1e6
+    return out
 
 
 def _stages_busy(cupy, ptx_path):

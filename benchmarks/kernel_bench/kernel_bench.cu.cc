@@ -238,6 +238,12 @@ Ceilings References(int64_t mib, cudaStream_t stream) {
                                              stream),
                                          bytes));
   };
+  if (mib == 1024) {
+    cudaFuncAttributes a{};
+    CK(cudaFuncGetAttributes(&a, &ExactNormals<8>));
+    std::printf("%-8s exact-normals probe at 8 blocks a thread: %d registers a thread\n", g_label,
+                a.numRegs);
+  }
   normals(&ExactNormals<1>, 1);
   normals(&ExactNormals<2>, 2);
   normals(&ExactNormals<4>, 4);
@@ -316,6 +322,23 @@ struct Call {
     const sdk::GpuCall<typename Gen::Params> call{p, g, ss, inputs, stream, scratch};
     return sdk::LaunchUnits<Gen, V, K, uint32_t>(call, Gen::ItemsPerSample(p));
   }
+  // The same kernel on a grid of `blocks_per_resident` times the resident blocks, or, with 0,
+  // one work unit a thread (no grid-stride step): what the grid choice costs or gains.
+  template <int V, int K>
+  cudaError_t LaunchGrid(int blocks_per_resident) const {
+    constexpr auto kKernel = &sdk::GeneratorKernel<Gen, V, K, uint32_t>;
+    const int64_t items = Gen::ItemsPerSample(p), groups = (items + K - 1) / K;
+    const int64_t total = rows * groups, t = sdk::kGeneratorBlockThreads;
+    int64_t grid = (total + t - 1) / t;
+    if (blocks_per_resident > 0) {
+      int64_t resident = 0;
+      const cudaError_t err = sdk::ResidentBlocks<kKernel>(static_cast<int>(t), &resident);
+      if (err != cudaSuccess) return err;
+      grid = std::min(grid, blocks_per_resident * resident);
+    }
+    return sdk::LaunchKernel(kKernel, dim3(static_cast<unsigned>(grid)), dim3(t), 0, stream, p, g,
+                             ss, inputs, items, groups, total);
+  }
 
   // 64 rows (the first two, the last, and evenly between) against the host, bit for bit.
   void CheckRows(const std::string& what) const {
@@ -360,6 +383,19 @@ template <typename Gen, int V, int K>
 void WithK(const Call<Gen>& c, const std::string& what, int64_t mib) {
   const std::string name = what + ", K=" + std::to_string(K);
   Report(name, mib, Time([&] { return c.template LaunchK<V, K>(); }, c.stream), c.bytes());
+  c.CheckRows(name);
+}
+
+template <typename Gen, int V, int K>
+void WithGrid(const Call<Gen>& c, const std::string& what, int64_t mib, int blocks_per_resident) {
+  cudaFuncAttributes a{};
+  CK(cudaFuncGetAttributes(&a, &sdk::GeneratorKernel<Gen, V, K, uint32_t>));
+  const std::string name =
+      what + ", K=" + std::to_string(K) + " (" + std::to_string(a.numRegs) + " regs)" +
+      (blocks_per_resident > 0 ? ", grid " + std::to_string(blocks_per_resident) + "x resident"
+                               : ", a unit a thread");
+  Report(name, mib, Time([&] { return c.template LaunchGrid<V, K>(blocks_per_resident); }, c.stream),
+         c.bytes());
   c.CheckRows(name);
 }
 
@@ -468,6 +504,11 @@ int main(int argc, char** argv) {
     WithK<Gen, 0, 2>(c, what, mib);
     WithK<Gen, 0, 4>(c, what, mib);
     WithK<Gen, 0, 8>(c, what, mib);
+    // The grid: resident blocks striding (the launch's), twice that, or a unit a thread as
+    // the exact-normals probe runs.
+    WithGrid<Gen, 0, 8>(c, what, mib, 2);
+    WithGrid<Gen, 0, 8>(c, what, mib, 0);
+    WithGrid<Gen, 0, 2>(c, what, mib, 0);
   }
   {
     using Gen = mixture::TabularMixtureGen;
