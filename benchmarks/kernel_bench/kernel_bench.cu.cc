@@ -394,7 +394,8 @@ void WithGrid(const Call<Gen>& c, const std::string& what, int64_t mib, int bloc
       what + ", K=" + std::to_string(K) + " (" + std::to_string(a.numRegs) + " regs)" +
       (blocks_per_resident > 0 ? ", grid " + std::to_string(blocks_per_resident) + "x resident"
                                : ", a unit a thread");
-  Report(name, mib, Time([&] { return c.template LaunchGrid<V, K>(blocks_per_resident); }, c.stream),
+  Report(name, mib,
+         Time([&] { return c.template LaunchGrid<V, K>(blocks_per_resident); }, c.stream),
          c.bytes());
   c.CheckRows(name);
 }
@@ -504,11 +505,16 @@ int main(int argc, char** argv) {
     WithK<Gen, 0, 2>(c, what, mib);
     WithK<Gen, 0, 4>(c, what, mib);
     WithK<Gen, 0, 8>(c, what, mib);
-    // The grid: resident blocks striding (the launch's), twice that, or a unit a thread as
-    // the exact-normals probe runs.
-    WithGrid<Gen, 0, 8>(c, what, mib, 2);
+    // The grid, in waves of the resident blocks striding (the launch gives two), or a unit
+    // a thread as the exact-normals probe runs.
+    for (const int waves : {1, 2, 4, 8}) WithGrid<Gen, 0, 8>(c, what, mib, waves);
     WithGrid<Gen, 0, 8>(c, what, mib, 0);
-    WithGrid<Gen, 0, 2>(c, what, mib, 0);
+  }
+  {
+    using Gen = rb::RandomBatchGen<tf_onthefly::Float32, int32_t>;
+    const Call<Gen> c(RandomBatchParams(4096, 0), (mib << 20) / (4096 * 4), 4096 * 4, 4, stream);
+    const std::string what = "random_batch float32 uniform [0,1), SDK kernel V=1";
+    for (const int waves : {1, 2, 4}) WithGrid<Gen, 1, 8>(c, what, mib, waves);
   }
   {
     using Gen = mixture::TabularMixtureGen;

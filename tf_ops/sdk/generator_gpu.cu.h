@@ -69,8 +69,14 @@ __global__ void GeneratorKernel(typename Gen::Params p, CallGeometry g, SeedAndS
   }
 }
 
-// Launches the kernel with variant V, K items per thread and index type Index: as many
-// blocks as are resident at once, never more than the units need.
+// Blocks a launch gives its kernel per block resident at once: two waves. Measured on an
+// H100 (benchmarks/kernel_bench, random_batch's float32 normals at 1 GiB, 8 items a
+// thread): 2.40 TB/s with one wave, 2.49 with two, 2.28 with a block per 256 units (no
+// grid-stride step); benchmarks/results/2026-12-06_h100_kernel_bench_grid.txt.
+constexpr int kResidentWaves = 2;
+
+// Launches the kernel with variant V, K items per thread and index type Index: two waves of
+// the blocks resident at once, never more than the units need.
 template <typename Gen, int V, int K, typename Index>
 cudaError_t LaunchUnits(const GpuCall<typename Gen::Params>& call, int64_t items) {
   constexpr auto kKernel = &GeneratorKernel<Gen, V, K, Index>;
@@ -80,6 +86,7 @@ cudaError_t LaunchUnits(const GpuCall<typename Gen::Params>& call, int64_t items
   const cudaError_t err = ResidentBlocks<kKernel>(kGeneratorBlockThreads, &resident);
   if (err != cudaSuccess) return err;
   const int64_t needed = (total + kGeneratorBlockThreads - 1) / kGeneratorBlockThreads;
+  resident *= kResidentWaves;
   const int grid = static_cast<int>(needed < resident ? needed : resident);
   return LaunchKernel(kKernel, dim3(grid), dim3(kGeneratorBlockThreads), 0, call.stream,
                       call.params, call.geometry, call.seed_and_step, call.inputs, items, groups,
