@@ -7,7 +7,8 @@ compiled loop, side by side in one run per framework.
 
 jax:   tf_onthefly.jax.random_batch (uniform float32 features) against jax.random.uniform
        (threefry and rbg keys) and the TensorFlow op; per call in a jax.jit fori_loop of
-       small batches against jax.random.uniform (fold_in of the loop index).
+       small batches against jax.random.uniform (fold_in of the loop index), with the loop
+       index int32 and, with jax_enable_x64, int64.
 torch: tf_onthefly.torch.random_batch (uniform and normal) against torch.rand/torch.randn
        and the TensorFlow op; per call of small batches eagerly, under torch.compile and
        replayed from a CUDA graph (mode="reduce-overhead"), against torch.rand the same way.
@@ -81,13 +82,7 @@ def part_jax(name, args):
         }
         by_rows = {_rows(mib): f for mib, f in jitted.items()}
         _rates(out, lambda rows, d, i: by_rows[rows](jnp.int32(i)), sync, args, ("uniform",))
-
-        @jax.jit
-        def loop():
-            body = lambda i, acc: acc + otf.random_batch(*SMALL, seed=1, step=i)[0][0, 0]  # noqa: E731
-            return jax.lax.fori_loop(0, LOOP, body, jnp.float32(0))
-
-        out["per_call"] = _per_call(lambda: loop().block_until_ready(), args)
+        one = lambda i: otf.random_batch(*SMALL, seed=1, step=i)[0][0, 0]  # noqa: E731
     else:
         key = jax.random.key(1, impl={"jax-threefry": "threefry2x32", "jax-rbg": "rbg"}[name])
         keys = jax.random.split(key, 64)
@@ -96,13 +91,22 @@ def part_jax(name, args):
             for mib in args.sizes
         }
         _rates(out, lambda rows, d, i: by_rows[rows](keys[i]), sync, args, ("uniform",))
+        one = lambda i: jax.random.uniform(jax.random.fold_in(key, i), SMALL, jnp.float32)[0, 0]  # noqa: E731
 
+    def loop_cost(index_dtype):
         @jax.jit
         def loop():
-            body = lambda i, acc: acc + jax.random.uniform(jax.random.fold_in(key, i), SMALL)[0, 0]  # noqa: E731
-            return jax.lax.fori_loop(0, LOOP, body, jnp.float32(0))
+            body = lambda i, acc: acc + one(i)  # noqa: E731
+            return jax.lax.fori_loop(index_dtype(0), index_dtype(LOOP), body, jnp.float32(0))
 
-        out["per_call"] = _per_call(lambda: loop().block_until_ready(), args)
+        return _per_call(lambda: loop().block_until_ready(), args)
+
+    out["per_call"] = loop_cost(jnp.int32)
+    # The same loop with a 64-bit index (jax_enable_x64): tf_onthefly takes the step as it is,
+    # where a 32-bit one is first widened to the two 32-bit halves of a word by a small fusion
+    # of its own (a kernel per call in the loop).
+    jax.config.update("jax_enable_x64", True)
+    out["per_call x64"] = loop_cost(jnp.int64)
     out["device"] = str(jax.devices()[0])
     return out
 
