@@ -33,8 +33,8 @@ Parts:
              PTX for 4 GiB (~6 ms) on a stream of its own, handed over eagerly five times
              (after each stage, whether the producer is still busy: the first stage after
              which it is not is the one that waited for it), then at 32 x 16 in a graph
-             loop with the step on the host (each stage's microseconds a batch, against
-             the loop's time a step).
+             loop with the step on the host (each stage's microseconds a batch in the
+             bridge's producer thread, against the loop's time a step).
 --smoke runs every part at toy sizes on any device (host arrays for the bridge, no PTX
 launch without a GPU; stages needs CuPy on a GPU and says so), to keep the script working
 where there is no GPU.
@@ -383,15 +383,14 @@ def part_trace(args, ptx_text):
 
 
 # The hand-over's stages, in the order one batch passes them (module attribute, name).
-# Nested: _produce holds _order, to_tensor and the put; to_tensor holds _capsule_of and
-# from_dlpack.
+# Nested: _hand_over holds make_batch, _order, _capsule_of (one a device array) and _put.
+# Eagerly the take follows in the caller's thread; in a graph the bridge's producer thread
+# runs the hand-over and the take is the graph's op.
 STAGES = [
-    (interop.DeviceBridge, "_produce"),
+    (interop.DeviceBridge, "_hand_over"),
     (interop.DeviceBridge, "_order"),
     (interop, "_capsule_of"),
-    (tf.experimental.dlpack, "from_dlpack"),
-    (interop, "to_tensor"),
-    (_load.ops, "on_the_fly_bridge_put"),
+    (interop.DeviceBridge, "_put"),
     (_load.ops, "on_the_fly_bridge_take"),
 ]
 
@@ -446,7 +445,7 @@ def part_stages(args, ptx_text):
         make, device, result["producer"] = CupyLauncher(cupy, args.ptx, 32, 16), "/GPU:0", "CuPy, the PTX"
     bridge = DeviceBridge(timed.wrap("make_batch", make), _signature(32, 16))
     run = loops.graph_loop(bridge, steps, device, host_step=True)
-    with timed:  # traced inside: the graph's py_function holds the wrapped _produce
+    with timed:  # the producer thread calls the wrapped hand-over
         run().numpy()
         timed.seconds.clear()
         timed.calls.clear()
@@ -455,34 +454,7 @@ def part_stages(args, ptx_text):
         per_step = (time.perf_counter() - t0) / steps
     result["us_per_step"] = per_step * 1e6
     result["us_per_batch"] = {name: 1e6 * t / timed.calls[name] for name, t in timed.seconds.items()}
-    result["py_function_floor_us_per_step"] = _py_function_floor(make, steps, device)
     return result
-
-
-def _py_function_floor(make, steps, device):
-    """Microseconds a step of the same graph loop costs with a tf.py_function that hands no
-    batch over: one returning its step and nothing else, one that also calls make_batch.
-    Beside the bridge's step they split its cost into the py_function's own, the producer's
-    and the hand-over's."""
-    out = {}
-    for name, fn in (("returns its step", None), ("calls make_batch", make)):
-
-        def call(step, fn=fn):
-            if fn is not None:
-                fn(int(step.numpy()))
-            return step
-
-        def op(step, call=call):
-            with tf.device("/CPU:0"):
-                got = tf.py_function(call, [step], Tout=tf.int64)
-            return (tf.fill([1], tf.cast(got, tf.float32)),)
-
-        run = loops.graph_loop(op, steps, device, host_step=True)
-        run().numpy()
-        t0 = time.perf_counter()
-        run().numpy()
-        out[name] = (time.perf_counter() - t0) / steps * 1e6
-    return out
 
 
 def _stages_busy(cupy, ptx_path):

@@ -13,34 +13,38 @@ Each array is handed to TensorFlow through DLPack (`__dlpack__`, or a DLPack cap
 the tensor TensorFlow gets is the producer's memory: no host copy, no device copy. What
 that takes, and costs (docs/interop.md):
 
-- Ordering, with no host wait for CuPy, PyTorch and Numba: TensorFlow's stream waits on the
-  GPU for the producer library's stream (its current stream when make_batch returns, or the
-  stream given as sync=), through an event the bridge's op (OnTheFly>BridgePut) records
-  there. Producers whose stream cannot be known (JAX, DLPack capsules, sync="device" or
-  "stream", a sync callable) are waited for on the host, once per batch. (On an H100 the
-  hand-over still returned after the producer had finished: docs/interop.md, known problem.)
+- No tf.py_function: inside a graph the bridge is one op, OnTheFly>BridgeTake, that takes
+  the batch of its step; the bridge's producer thread calls make_batch for the steps the
+  graph asks for and the next `prefetch` ones, while TensorFlow runs the steps before
+  them, and puts each batch through the op library's C functions (ctypes). Eagerly,
+  make_batch runs in the calling thread. The GIL is held while make_batch runs.
+- Ordering, with no host wait for CuPy, PyTorch and Numba: an event recorded on the
+  producer library's stream as the batch is put (its current stream when make_batch
+  returns, or the stream given as sync=), which TensorFlow's stream waits for when the op
+  takes the batch. Producers whose stream cannot be known (JAX, DLPack capsules,
+  sync="device" or "stream", a sync callable) are waited for on the host, once per batch.
 - Ownership: TensorFlow holds the producer's array until its tensor is freed; the bridge
-  also keeps the last `keep` batches, and the producer's stream waits on the GPU for
-  TensorFlow's work queued before each hand-over, so a producer's memory pool does not
-  hand their memory to a new batch while TensorFlow's stream may still read them.
-- Inside a graph the batch is made by a tf.py_function on the CPU (the step is read on the
-  host: no device-to-host wait, given a step on the host) and enters the step on the
-  bridge's device through OnTheFly>BridgeTake: the step runs Python (the GIL) once per batch.
-  Not XLA-compilable (jit_compile=True refuses EagerPyFunc), and not serialisable into a
-  SavedModel (the Python function is not part of the graph): use a built-in generator or
-  tf_onthefly.cuda_kernel where either matters.
+  also keeps the last `keep` batches taken, and the producer's stream waits on the GPU for
+  TensorFlow's work queued before each take, so a producer's memory pool does not hand
+  their memory to a new batch while TensorFlow's stream may still read them.
+- Not XLA-compilable (jit_compile=True refuses OnTheFly>BridgeTake), and not serialisable
+  into a SavedModel (the Python producer is not part of the graph): use a built-in
+  generator or tf_onthefly.cuda_kernel where either matters.
 - int32 arrays on a GPU are refused: TensorFlow keeps int32 tensors of GPU ops in host
   memory, so an int32 device tensor would be copied or misplaced; produce int64 or floats.
-- Host arrays (NumPy, or anything np.asarray takes) work too, on any machine: they become
-  tensors by one copy, as with from_python.
+  Device arrays must be on the bridge's GPU.
+- Host arrays (NumPy, or anything np.asarray takes) work too, on any machine: they are
+  copied as they are put, as with from_python.
 """
 
-import collections
 import ctypes
 import itertools
 import os
+import re
 import sys
+import threading
 import warnings
+import weakref
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -313,7 +317,103 @@ def _matches(want, dtype_matches, shape) -> bool:
 
 
 _SYNC_MODES = ("auto", "device", "stream")
-_TICKETS = itertools.count(1)  # one per batch handed over, for the process
+_MAX_RANK = 8  # the ranks a bridge's signature may have (tf_ops/device_bridge)
+
+
+# ---- The bridge's C side (tf_ops/device_bridge/device_bridge_ops.cc), through ctypes -------
+class _Field(ctypes.Structure):
+    """One field of a batch as the C side takes it (its struct Field)."""
+
+    _fields_ = [
+        ("kind", ctypes.c_int32),  # _HOST: data holds host values; _DLPACK*: a DLPack handle
+        ("dtype", ctypes.c_int32),
+        ("rank", ctypes.c_int32),
+        ("reserved", ctypes.c_int32),
+        ("dims", ctypes.c_int64 * _MAX_RANK),
+        ("data", ctypes.c_void_p),
+    ]
+
+
+_HOST, _DLPACK, _DLPACK_VERSIONED = 0, 1, 2
+# DLPack's consumer protocol: a capsule whose handle a consumer took is renamed, so that its
+# own destructor no longer frees it. The names must outlive the capsules (module constants).
+_CAPSULES = {
+    b"dltensor": (_DLPACK, b"used_dltensor"),
+    b"dltensor_versioned": (_DLPACK_VERSIONED, b"used_dltensor_versioned"),
+}
+_lib = None
+
+
+def _c():
+    """The op library's bridge functions (loaded already by tf_onthefly: the same handle)."""
+    global _lib
+    if _lib is None:
+        lib = ctypes.CDLL(_load.VARIANT["library"])
+        i32, i64, p = ctypes.c_int32, ctypes.c_int64, ctypes.POINTER
+        lib.OtfBridgeOpen.restype = i64
+        lib.OtfBridgeOpen.argtypes = [i32, i32, i32, i32, p(i32), p(i32), p(i64)]
+        lib.OtfBridgeClose.argtypes = [i64]
+        lib.OtfBridgePut.restype = i32
+        lib.OtfBridgePut.argtypes = [i64, i64, i32, p(_Field), p(i64), i32, ctypes.c_char_p, i64, p(i32), p(i64)]
+        lib.OtfBridgeFail.argtypes = [i64, i64, i32, ctypes.c_char_p]
+        lib.OtfBridgeServe.argtypes = [i64, i32]
+        lib.OtfBridgeNext.restype = i32
+        lib.OtfBridgeNext.argtypes = [i64, i32, p(i64)]
+        api = ctypes.pythonapi
+        api.PyCapsule_GetName.restype = ctypes.c_char_p
+        api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+        api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
+        api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+        api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+        _lib = lib
+    return _lib
+
+
+def _capsule_handle(capsule):
+    """(field kind, DLPack handle, the name a consumer gives it) of an unused capsule."""
+    api = ctypes.pythonapi
+    name = api.PyCapsule_GetName(capsule)
+    if name not in _CAPSULES:
+        raise BridgeError("a DLPack capsule that was used already (or is not a DLPack tensor) cannot be handed over")
+    kind, used = _CAPSULES[name]
+    return kind, api.PyCapsule_GetPointer(capsule, name), used
+
+
+def _error_code(e) -> int:
+    """The TensorFlow error code a make_batch exception becomes in the graph (as
+    tf.py_function maps them)."""
+    if isinstance(e, tf.errors.OpError):
+        return e.error_code
+    if isinstance(e, (ValueError, TypeError)):
+        return tf.errors.INVALID_ARGUMENT
+    if isinstance(e, MemoryError):
+        return tf.errors.RESOURCE_EXHAUSTED
+    if isinstance(e, StopIteration):
+        return tf.errors.OUT_OF_RANGE
+    if isinstance(e, NotImplementedError):
+        return tf.errors.UNIMPLEMENTED
+    return tf.errors.UNKNOWN
+
+
+def _serve(ref, bridge_id):
+    """The producer thread: makes the steps the bridge's takes ask for, and the next ones
+    ahead of them, until the bridge is gone. Blocks in C (without the GIL) between batches."""
+    lib, step = _c(), ctypes.c_int64()
+    try:
+        while True:
+            got = lib.OtfBridgeNext(bridge_id, 200, ctypes.byref(step))
+            bridge = ref() if got >= 0 else None
+            if bridge is None:
+                return
+            if got == 1:
+                try:
+                    bridge._hand_over(step.value)
+                except Exception as e:  # noqa: BLE001 - the take of this step raises it
+                    message = f"{type(e).__name__}: {e}".encode("utf-8", "replace")
+                    lib.OtfBridgeFail(bridge_id, step.value, _error_code(e), message)
+            del bridge
+    finally:
+        lib.OtfBridgeServe(bridge_id, 0)
 
 
 class DeviceBridge:
@@ -323,12 +423,14 @@ class DeviceBridge:
       make_batch: called with the step (a Python int) for each batch; returns arrays in the
         structure of `output_signature`: CuPy, Numba, torch CUDA tensors, JAX arrays
         (anything with __dlpack__, or DLPack capsules), or host arrays.
-      output_signature: nested tf.TensorSpec, as for from_python; each batch is checked
-        against it (SignatureDriftError names the field, the expected and the actual shape
-        and dtype, and the batch number).
-      keep: batches the bridge keeps referenced after handing them over (>= 1), so their
-        memory is not reused while TensorFlow may still read them; at least the batches in
-        flight (prefetch depth + 2 through dataset()).
+      output_signature: nested tf.TensorSpec (ranks up to 8), as for from_python; each batch
+        is checked against it (SignatureDriftError names the field, the expected and the
+        actual shape and dtype, and the batch number).
+      keep: batches the bridge keeps referenced after TensorFlow has taken them (>= 1), so
+        their memory is not reused while TensorFlow's stream may still read them: at least
+        the batches in flight (a graph loop and GeneratorModel: 2).
+      prefetch: inside a graph, batches the bridge's producer thread makes ahead of the
+        step that asks for one (>= 0; the next steps in order).
       sync: how TensorFlow waits for the producer.
         "auto" (the default): on the GPU, no host wait, for CuPy, PyTorch and Numba arrays:
           TensorFlow's stream waits for the library's current stream as make_batch returns
@@ -340,13 +442,15 @@ class DeviceBridge:
         "device" / "stream" / a callable(array): on the host (synchronize(); a callable is
           called once per library and GPU a batch).
       device: where the batch enters the step (default: /GPU:0, or /CPU:0 where TensorFlow
-        sees no GPU).
+        sees no GPU); device arrays must be on that GPU.
 
-    Call it with a step (an integer, or an integer tensor): eagerly it converts directly;
-    inside a tf.function it is a tf.py_function on the CPU that makes the batch and an op on
-    `device` that takes it in, so it works in graph loops and model.fit
-    (GeneratorModel(model, bridge), compiled with jit_compile=False, keeps its step on the
-    host for the bridge). A step on the GPU costs a device-to-host wait per batch.
+    Call it with a step (an integer, or an integer tensor). Eagerly, make_batch runs in the
+    calling thread and the batch is returned. Inside a tf.function the bridge is one op,
+    OnTheFly>BridgeTake, on `device`: it takes the batch of its step, made by the bridge's
+    producer thread (started with the first graph that calls the bridge) while TensorFlow
+    runs the steps before it; so it works in graph loops and model.fit (GeneratorModel
+    (model, bridge), compiled with jit_compile=False, keeps its step on the host for the
+    bridge). A step on the GPU costs a device-to-host wait per batch.
     """
 
     step_on_host = True  # read by GeneratorModel and DataPosition: keep the step on the CPU
@@ -357,6 +461,7 @@ class DeviceBridge:
         output_signature,
         *,
         keep: int = 2,
+        prefetch: int = 2,
         sync="auto",
         device: Optional[str] = None,
     ):
@@ -365,8 +470,11 @@ class DeviceBridge:
         flat = tf.nest.flatten(output_signature)
         if not flat or not all(isinstance(s, tf.TensorSpec) for s in flat):
             raise TypeError("output_signature must be a (nested) structure of tf.TensorSpec")
-        if not isinstance(keep, int) or isinstance(keep, bool) or keep < 1:
-            raise ValueError(f"keep must be an integer >= 1, got {keep!r}")
+        if any(s.shape.rank is not None and s.shape.rank > _MAX_RANK for s in flat):
+            raise ValueError(f"output_signature: a DeviceBridge takes tensors of rank up to {_MAX_RANK}")
+        for name, value, least in (("keep", keep, 1), ("prefetch", prefetch, 0)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
         self._sync_stream = None
         if not (sync in _SYNC_MODES or callable(sync)):
             self._sync_stream = _stream_handle(sync)
@@ -376,14 +484,12 @@ class DeviceBridge:
                 )
         self.make_batch = make_batch
         self.output_signature = output_signature
-        self.keep = keep
+        self.keep, self.prefetch = keep, prefetch
         self._sync = sync
         self._flat_specs = flat
         self._shapes = [s.shape.as_list() if s.shape.rank is not None else None for s in flat]
         self._names = _field_names(output_signature) or [f"output {i}" for i in range(len(flat))]
-        self._kept = collections.deque(maxlen=keep)
-        self._stream_tensors = {}
-        self._count = 0
+        self._count = itertools.count()
         if device is None:
             device = "/GPU:0" if tf.config.list_logical_devices("GPU") else "/CPU:0"
         self.device = device
@@ -393,6 +499,18 @@ class DeviceBridge:
         self._torch_checked = False
         self._check_torch()
         _warn_if_tensorflow_holds_the_gpu()
+        n = len(flat)
+        ranks = (ctypes.c_int32 * n)(*[-1 if s is None else len(s) for s in self._shapes])
+        dims = (ctypes.c_int64 * (n * _MAX_RANK))()
+        for i, shape in enumerate(self._shapes):
+            for k, d in enumerate(shape or ()):
+                dims[i * _MAX_RANK + k] = -1 if d is None else d
+        dtypes = (ctypes.c_int32 * n)(*[s.dtype.as_datatype_enum for s in flat])
+        gpu = -1 if self._gpu is None or not self._tf_has_gpu else self._gpu
+        self._id = _c().OtfBridgeOpen(keep, prefetch, gpu, n, dtypes, ranks, dims)
+        self._producer = None
+        self._producer_lock = threading.Lock()
+        weakref.finalize(self, _c().OtfBridgeClose, self._id)
 
     def _check_torch(self):
         """A PyTorch imported after TensorFlow crashes in its GPU code: say so instead."""
@@ -400,7 +518,7 @@ class DeviceBridge:
             check_torch_import_order("tf_onthefly.interop.DeviceBridge")
             self._torch_checked = True
 
-    # ---- The Python side: one batch, checked, ordered and handed over ----------------------
+    # ---- The Python side: one batch, checked, ordered and put ------------------------------
     def _order(self, arrays, index):
         """Host waits where the producer's stream is unknown. Returns the producer streams
         TensorFlow's stream is to wait for on the GPU, and which arrays those cover."""
@@ -414,11 +532,15 @@ class DeviceBridge:
                     f"batch {index}: field '{name}' is a GPU array ({type(array).__name__}), but TensorFlow sees no "
                     f"GPU here; return host arrays (NumPy) where there is no GPU"
                 )
-            on_gpu = self._gpu is not None and ordinal == self._gpu
+            if self._gpu is None or ordinal != self._gpu:
+                raise BridgeError(
+                    f"batch {index}: field '{name}' is on GPU {ordinal}, the bridge's device is {self.device}: make "
+                    f"the arrays on the bridge's GPU (or give the bridge that GPU as its device)"
+                )
             stream = self._sync_stream
             if stream is None and self._sync == "auto":
                 stream = _producer_stream(array)
-            if on_gpu and stream is not None:
+            if stream is not None:
                 if stream not in streams:
                     streams.append(stream)
                 on_stream[i] = True
@@ -436,69 +558,112 @@ class DeviceBridge:
                 synchronize(array, "stream" if self._sync == "stream" else "device")
         return streams, on_stream
 
-    def _tensor(self, array, spec, want, name, index, no_sync):
-        host = not isinstance(array, (tf.Tensor, tf.Variable)) and not _is_capsule(array)
-        if host and (isinstance(array, np.ndarray) or not hasattr(array, "__dlpack__")) and not _is_device_array(array):
-            # Host values: checked as from_python checks them, before any conversion.
-            arr = np.asarray(array)
-            dtype_matches = arr.dtype == spec.dtype.as_numpy_dtype
-            if not _matches(want, dtype_matches, arr.shape):
-                _check_field(index, name, spec, dtype_matches, str(arr.dtype), list(arr.shape))
-        try:
-            tensor = to_tensor(array, name, _no_sync=no_sync)
-        except BridgeError as e:
-            raise BridgeError(f"batch {index}: {e}") from None
-        except (TypeError, ValueError, tf.errors.OpError) as e:
-            raise BridgeError(
-                f"batch {index}: field '{name}' ({type(array).__name__}, dtype {_dtype_name(array)}) cannot become a "
-                f"tensor: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
-            ) from None
-        if not _matches(want, tensor.dtype == spec.dtype, tensor.shape):
-            _check_field(index, name, spec, tensor.dtype == spec.dtype, tensor.dtype.name, tensor.shape.as_list())
-        return tensor
+    def _field(self, field, array, spec, want, name, index, no_sync, held):
+        """Fills `field` for one array: a DLPack handle for device arrays and DLPack
+        capsules, host values otherwise (checked here as from_python checks them; the C side
+        copies them). `held` keeps what the field points into alive until the put."""
+        if isinstance(array, (tf.Tensor, tf.Variable)):
+            array = tf.convert_to_tensor(array)
+            array = tf.experimental.dlpack.to_dlpack(array) if "GPU" in array.device else array.numpy()
+        elif hasattr(array, "__cuda_array_interface__") and not hasattr(array, "__dlpack__"):
+            array = _from_cuda_array_interface(array, name, no_sync)
+        if _is_capsule(array) or hasattr(array, "__dlpack__") and not isinstance(array, np.ndarray):
+            if not _is_capsule(array) and _is_device_array(array) and _dtype_name(array) == "int32":
+                raise BridgeError(
+                    f"field '{name}' is an int32 array on a GPU: TensorFlow keeps int32 tensors of GPU ops in host "
+                    f"memory, so it cannot use this one where it lies; produce int64 (or a float type) instead"
+                )
+            capsule = _capsule_of(array, no_sync)
+            field.kind, field.data, used = _capsule_handle(capsule)
+            held.append((capsule, used))
+            return
+        arr = np.asarray(array)
+        dtype_matches = arr.dtype == spec.dtype.as_numpy_dtype
+        if not _matches(want, dtype_matches, arr.shape):
+            _check_field(index, name, spec, dtype_matches, str(arr.dtype), list(arr.shape))
+        if arr.ndim > _MAX_RANK:
+            raise BridgeError(f"field '{name}' has rank {arr.ndim}; a DeviceBridge takes ranks up to {_MAX_RANK}")
+        arr = np.ascontiguousarray(arr)
+        field.kind, field.dtype, field.rank, field.data = _HOST, spec.dtype.as_datatype_enum, arr.ndim, arr.ctypes.data
+        for k, d in enumerate(arr.shape):
+            field.dims[k] = d
+        held.append((arr, None))
 
-    def _produce(self, step) -> tf.Tensor:
-        """make_batch(step), checked, ordered and put under a new ticket, returned as an int64
-        tensor on the host, where BridgePut and BridgeTake read it (made under the GPU's
-        scope it would be copied to the GPU and back for every batch)."""
-        step = int(step.numpy()) if hasattr(step, "numpy") else int(step)
+    def _hand_over(self, step: int):
+        """make_batch(step), checked, ordered and put under the step for the take."""
         self._check_torch()
         batch = self.make_batch(step)
-        index = self._count
-        self._count += 1
+        index = next(self._count)
         try:
             tf.nest.assert_same_structure(self.output_signature, batch, check_types=False)
         except (ValueError, TypeError) as e:
             raise SignatureDriftError(f"batch {index}: structure differs from the output signature: {e}") from None
         arrays = tf.nest.flatten(batch)
         streams, on_stream = self._order(arrays, index)
-        tensors = [
-            self._tensor(array, spec, want, name, index, no_sync)
-            for array, spec, want, name, no_sync in zip(arrays, self._flat_specs, self._shapes, self._names, on_stream)
-        ]
-        with tf.device("/CPU:0"):
-            ticket = tf.constant(next(_TICKETS), tf.int64)
-        with tf.device(self.device):
-            _load.ops.on_the_fly_bridge_put(
-                ticket=ticket, producer_streams=self._streams_tensor(streams), tensors=tensors
-            )
-        self._kept.append(arrays)
-        return ticket
+        fields, held = (_Field * len(arrays))(), []
+        for i, (array, spec, want, name, no_sync) in enumerate(
+            zip(arrays, self._flat_specs, self._shapes, self._names, on_stream)
+        ):
+            try:
+                self._field(fields[i], array, spec, want, name, index, no_sync, held)
+            except BridgeError as e:
+                raise BridgeError(f"batch {index}: {e}") from None
+            except (TypeError, ValueError, BufferError, tf.errors.OpError) as e:
+                if isinstance(e, SignatureDriftError):
+                    raise
+                raise BridgeError(
+                    f"batch {index}: field '{name}' ({type(array).__name__}, dtype {_dtype_name(array)}) cannot become "
+                    f"a tensor: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+                ) from None
+        self._put(step, fields, streams, index)
+        for capsule, used in held:  # the C side owns their handles now
+            if used is not None:
+                ctypes.pythonapi.PyCapsule_SetName(capsule, used)
 
-    def _streams_tensor(self, streams):
-        """The producer streams as an int64 vector, made once per set of streams (a producer
-        uses the same stream batch after batch)."""
-        key = tuple(streams)
-        tensor = self._stream_tensors.get(key)
-        if tensor is None:
-            with tf.device("/CPU:0"):
-                tensor = tf.constant(streams, tf.int64, shape=[len(streams)])
-            self._stream_tensors = {key: tensor}  # only the last set: a stream may go away
-        return tensor
+    def _put(self, step, fields, streams, index):
+        message, refused, dims = (
+            ctypes.create_string_buffer(1024),
+            (ctypes.c_int32 * 3)(),
+            (ctypes.c_int64 * _MAX_RANK)(),
+        )
+        n = len(fields)
+        if _c().OtfBridgePut(
+            self._id,
+            step,
+            n,
+            fields,
+            (ctypes.c_int64 * len(streams))(*streams),
+            len(streams),
+            message,
+            1024,
+            refused,
+            dims,
+        ):
+            field, dtype, rank = refused
+            if field >= 0:
+                got = tf.dtypes.as_dtype(dtype)
+                spec = self._flat_specs[field]
+                _check_field(
+                    index, self._names[field], spec, got == spec.dtype, got.name, list(dims[: min(rank, _MAX_RANK)])
+                )
+            text = message.value.decode("utf-8", "replace")
+            text = re.sub(r"^field (\d+)", lambda m: f"field '{self._names[int(m.group(1))]}'", text)
+            raise BridgeError(f"batch {index}: {text}")
 
-    def _take(self, ticket):
+    # ---- The graph side --------------------------------------------------------------------
+    def _serve(self):
+        """Starts the producer thread, once."""
+        with self._producer_lock:
+            if self._producer is None:
+                _c().OtfBridgeServe(self._id, 1)
+                self._producer = threading.Thread(
+                    target=_serve, args=(weakref.ref(self), self._id), name=f"DeviceBridge-{self._id}", daemon=True
+                )
+                self._producer.start()
+
+    def _take(self, step):
         with tf.device(self.device):
-            flat = _load.ops.on_the_fly_bridge_take(ticket=ticket, T=[s.dtype for s in self._flat_specs])
+            flat = _load.ops.on_the_fly_bridge_take(step=step, bridge=self._id, T=[s.dtype for s in self._flat_specs])
         for tensor, spec in zip(flat, self._flat_specs):
             tensor.set_shape(spec.shape)
         return tf.nest.pack_sequence_as(self.output_signature, flat)
@@ -512,10 +677,14 @@ class DeviceBridge:
         else:
             step = _args.int_value(step, "DeviceBridge: step")
         if tf.executing_eagerly():
-            return self._take(self._produce(step))
+            step = int(step.numpy()) if hasattr(step, "numpy") else int(step)
+            self._hand_over(step)
+            with tf.device("/CPU:0"):
+                return self._take(tf.constant(step, tf.int64))
+        self._serve()
         with tf.device("/CPU:0"):
-            ticket = tf.py_function(self._produce, [tf.cast(step, tf.int64)], Tout=tf.int64, name="DeviceBridge")
-        return self._take(ticket)
+            step = tf.reshape(tf.cast(step, tf.int64), [])
+        return self._take(step)
 
     def dataset(self, steps: Optional[int] = None, *, start_step: int = 0) -> tf.data.Dataset:
         """Step numbers (8 bytes each): the dataset for GeneratorModel(model, bridge), whose

@@ -40,7 +40,9 @@ Driver* Load() {
       Resolve(lib, "cuLaunchKernel", &d->LaunchKernel) &&
       Resolve(lib, "cuEventCreate", &d->EventCreate) &&
       Resolve(lib, "cuEventRecord", &d->EventRecord) &&
+      Resolve(lib, "cuEventDestroy_v2", &d->EventDestroy) &&
       Resolve(lib, "cuStreamWaitEvent", &d->StreamWaitEvent) &&
+      Resolve(lib, "cuMemcpyHtoDAsync_v2", &d->MemcpyHtoDAsync) &&
       Resolve(lib, "cuStreamIsCapturing", &d->StreamIsCapturing) &&
       Resolve(lib, "cuThreadExchangeStreamCaptureMode", &d->ThreadExchangeStreamCaptureMode);
   if (!ok) d->error = "the CUDA driver library lacks a function tf_onthefly needs (driver too old)";

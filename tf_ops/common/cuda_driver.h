@@ -67,7 +67,9 @@ struct Driver {
                            unsigned, CUstream, void**, void**) = nullptr;
   CUresult (*EventCreate)(CUevent*, unsigned) = nullptr;
   CUresult (*EventRecord)(CUevent, CUstream) = nullptr;
+  CUresult (*EventDestroy)(CUevent) = nullptr;
   CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned) = nullptr;
+  CUresult (*MemcpyHtoDAsync)(unsigned long long, const void*, size_t, CUstream) = nullptr;
   CUresult (*StreamIsCapturing)(CUstream, int*) = nullptr;
   CUresult (*ThreadExchangeStreamCaptureMode)(int*) = nullptr;
   // CUDA 12.4 drivers on: a kernel's parameter list (null in older drivers).
