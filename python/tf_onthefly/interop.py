@@ -661,9 +661,11 @@ class DeviceBridge:
                 )
                 self._producer.start()
 
-    def _take(self, step):
+    def _take(self, step, wait=True):
         with tf.device(self.device):
-            flat = _load.ops.on_the_fly_bridge_take(step=step, bridge=self._id, T=[s.dtype for s in self._flat_specs])
+            flat = _load.ops.on_the_fly_bridge_take(
+                step=step, bridge=self._id, wait=wait, T=[s.dtype for s in self._flat_specs]
+            )
         for tensor, spec in zip(flat, self._flat_specs):
             tensor.set_shape(spec.shape)
         return tf.nest.pack_sequence_as(self.output_signature, flat)
@@ -680,7 +682,10 @@ class DeviceBridge:
             step = int(step.numpy()) if hasattr(step, "numpy") else int(step)
             self._hand_over(step)
             with tf.device("/CPU:0"):
-                return self._take(tf.constant(step, tf.int64))
+                step = tf.constant(step, tf.int64)
+            # Put above: the take need not wait (waiting here, holding the GIL, could wait for
+            # the producer thread, which needs it).
+            return self._take(step, wait=False)
         self._serve()
         with tf.device("/CPU:0"):
             step = tf.reshape(tf.cast(step, tf.int64), [])

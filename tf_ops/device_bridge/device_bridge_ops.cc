@@ -28,13 +28,15 @@
 #define EIGEN_USE_GPU
 #endif
 
+#include <pthread.h>
+#include <time.h>
+
 #include <algorithm>
-#include <chrono>
-#include <condition_variable>
+#include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -193,14 +195,45 @@ struct Batch {
   absl::Status error;  // make_batch failed for this step: the take reports it
 };
 
+// pthread's condition variable and a reference count of our own: with gcc 12's headers
+// std::condition_variable's wait and std::shared_ptr import GLIBCXX_3.4.30, GLIBC_2.32 and
+// GLIBC_2.34, past the wheel's manylinux_2_24 promise (docs/packaging.md).
+class CondVar {
+ public:
+  CondVar() { pthread_cond_init(&c_, nullptr); }
+  ~CondVar() { pthread_cond_destroy(&c_); }
+  CondVar(const CondVar&) = delete;
+  CondVar& operator=(const CondVar&) = delete;
+  void NotifyAll() { pthread_cond_broadcast(&c_); }
+  void Wait(std::unique_lock<std::mutex>& lock) {
+    pthread_cond_wait(&c_, lock.mutex()->native_handle());
+  }
+  // False when `ms` milliseconds passed with no notification.
+  bool WaitFor(std::unique_lock<std::mutex>& lock, int ms) {
+    timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_sec += ms / 1000;
+    t.tv_nsec += static_cast<long>(ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+      t.tv_sec += 1;
+      t.tv_nsec -= 1000000000L;
+    }
+    return pthread_cond_timedwait(&c_, lock.mutex()->native_handle(), &t) != ETIMEDOUT;
+  }
+
+ private:
+  pthread_cond_t c_;
+};
+
 struct Bridge {
   int keep = 2, prefetch = 2, gpu = -1;  // gpu: the CUDA ordinal of a GPU bridge, -1 on a CPU
   std::vector<tfw::DataType> dtypes;
   std::vector<std::vector<int64_t>> shapes;  // -1: any size; empty with `ranked` false: any
   std::vector<bool> ranked;
 
+  std::atomic<int> refs{1};  // the registry's, and one per user of the bridge (BridgeRef)
   std::mutex mu;
-  std::condition_variable cv;
+  CondVar cv;
   std::map<int64_t, Batch> ready;               // put, not yet taken
   std::set<int64_t> wanted, producing;          // steps a take waits for; steps being made
   int64_t cursor = 0;                           // the next step to make ahead
@@ -212,17 +245,39 @@ struct Bridge {
 struct Registry {
   std::mutex mu;
   int64_t next_id = 1;
-  std::map<int64_t, std::shared_ptr<Bridge>> bridges;
+  std::map<int64_t, Bridge*> bridges;
+};
+
+void Unref(Bridge* b) {
+  if (b != nullptr && b->refs.fetch_sub(1) == 1) delete b;
+}
+
+// A bridge in use: it lives while referenced, even if it is closed meanwhile.
+class BridgeRef {
+ public:
+  explicit BridgeRef(Bridge* b) : b_(b) {}
+  ~BridgeRef() { Unref(b_); }
+  BridgeRef(const BridgeRef&) = delete;
+  BridgeRef& operator=(const BridgeRef&) = delete;
+  Bridge* operator->() const { return b_; }
+  Bridge& operator*() const { return *b_; }
+  bool operator==(std::nullptr_t) const { return b_ == nullptr; }
+  bool operator!=(std::nullptr_t) const { return b_ != nullptr; }
+
+ private:
+  Bridge* b_;
 };
 Registry& Bridges() {
   static auto* r = new Registry;
   return *r;
 }
-std::shared_ptr<Bridge> Find(int64_t id) {
+Bridge* Find(int64_t id) {  // referenced: hold it in a BridgeRef
   Registry& r = Bridges();
   std::lock_guard<std::mutex> lock(r.mu);
   auto it = r.bridges.find(id);
-  return it == r.bridges.end() ? nullptr : it->second;
+  if (it == r.bridges.end()) return nullptr;
+  it->second->refs.fetch_add(1);
+  return it->second;
 }
 
 std::string DriverError(const cd::Driver& d, cd::CUresult r, const std::string& what) {
@@ -474,7 +529,7 @@ __attribute__((visibility("default"))) int64_t OtfBridgeOpen(int32_t keep, int32
                                                              const int32_t* dtypes,
                                                              const int32_t* ranks,
                                                              const int64_t* dims) {
-  auto b = std::make_shared<dbr::Bridge>();
+  auto* b = new dbr::Bridge;
   b->keep = std::max(1, keep);
   b->prefetch = std::max(0, prefetch);
   b->gpu = gpu;
@@ -487,22 +542,23 @@ __attribute__((visibility("default"))) int64_t OtfBridgeOpen(int32_t keep, int32
   dbr::Registry& r = dbr::Bridges();
   std::lock_guard<std::mutex> lock(r.mu);
   const int64_t id = r.next_id++;
-  r.bridges[id] = std::move(b);
+  r.bridges[id] = b;
   return id;
 }
 
 // The bridge is gone: its batches are dropped, a take waiting for one fails, the producer
 // thread stops.
 __attribute__((visibility("default"))) void OtfBridgeClose(int64_t id) {
-  std::shared_ptr<dbr::Bridge> b;
+  dbr::Bridge* found = nullptr;
   {
     dbr::Registry& r = dbr::Bridges();
     std::lock_guard<std::mutex> lock(r.mu);
     auto it = r.bridges.find(id);
     if (it == r.bridges.end()) return;
-    b = std::move(it->second);
+    found = it->second;
     r.bridges.erase(it);
   }
+  dbr::BridgeRef b(found);  // the registry's reference, dropped on return
   std::map<int64_t, dbr::Batch> ready;
   std::vector<std::vector<tensorflow::Tensor>> taken;
   {
@@ -510,7 +566,7 @@ __attribute__((visibility("default"))) void OtfBridgeClose(int64_t id) {
     b->closed = true;
     std::swap(ready, b->ready);
     std::swap(taken, b->taken);
-    b->cv.notify_all();
+    b->cv.NotifyAll();
   }
   for (auto& kv : ready) dbr::DestroyEvents(&kv.second);
 }
@@ -526,7 +582,7 @@ __attribute__((visibility("default"))) int32_t OtfBridgePut(int64_t id, int64_t 
                                                             int64_t message_size, int32_t* refused,
                                                             int64_t* refused_dims) {
   dbr::Refusal refusal;
-  std::shared_ptr<dbr::Bridge> b = dbr::Find(id);
+  dbr::BridgeRef b(dbr::Find(id));
   if (b == nullptr) {
     refusal.message = "the bridge was closed";
     return dbr::Fail(&refusal, message, message_size, refused);
@@ -548,7 +604,7 @@ __attribute__((visibility("default"))) int32_t OtfBridgePut(int64_t id, int64_t 
     auto it = b->ready.find(step);
     if (it != b->ready.end()) replaced = std::move(it->second);
     b->ready[step] = std::move(batch);
-    b->cv.notify_all();
+    b->cv.NotifyAll();
   }
   dbr::DestroyEvents(&replaced);
   return 0;
@@ -558,7 +614,7 @@ __attribute__((visibility("default"))) int32_t OtfBridgePut(int64_t id, int64_t 
 // error code and message).
 __attribute__((visibility("default"))) void OtfBridgeFail(int64_t id, int64_t step, int32_t code,
                                                           const char* message) {
-  std::shared_ptr<dbr::Bridge> b = dbr::Find(id);
+  dbr::BridgeRef b(dbr::Find(id));
   if (b == nullptr) return;
   dbr::Batch batch;
   batch.error = absl::Status(static_cast<absl::StatusCode>(code), message);
@@ -569,7 +625,7 @@ __attribute__((visibility("default"))) void OtfBridgeFail(int64_t id, int64_t st
     auto it = b->ready.find(step);
     if (it != b->ready.end()) replaced = std::move(it->second);
     b->ready[step] = std::move(batch);
-    b->cv.notify_all();
+    b->cv.NotifyAll();
   }
   dbr::DestroyEvents(&replaced);
 }
@@ -577,11 +633,11 @@ __attribute__((visibility("default"))) void OtfBridgeFail(int64_t id, int64_t st
 // A producer thread serves the bridge (attached) or no longer does: a take that finds no
 // batch waits for one only while a producer thread serves it.
 __attribute__((visibility("default"))) void OtfBridgeServe(int64_t id, int32_t serving) {
-  std::shared_ptr<dbr::Bridge> b = dbr::Find(id);
+  dbr::BridgeRef b(dbr::Find(id));
   if (b == nullptr) return;
   std::lock_guard<std::mutex> lock(b->mu);
   b->producer = serving != 0;
-  b->cv.notify_all();
+  b->cv.NotifyAll();
 }
 
 // The producer thread's next step to make: one a take waits for, else the next of the
@@ -589,10 +645,10 @@ __attribute__((visibility("default"))) void OtfBridgeServe(int64_t id, int32_t s
 // after `timeout_ms` with nothing to make; -1 once the bridge is closed.
 __attribute__((visibility("default"))) int32_t OtfBridgeNext(int64_t id, int32_t timeout_ms,
                                                              int64_t* step) {
-  std::shared_ptr<dbr::Bridge> b = dbr::Find(id);
+  dbr::BridgeRef b(dbr::Find(id));
   if (b == nullptr) return -1;
   std::unique_lock<std::mutex> lock(b->mu);
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  bool timed_out = false;
   while (true) {
     if (b->closed) return -1;
     for (int64_t s : b->wanted) {
@@ -610,7 +666,8 @@ __attribute__((visibility("default"))) int32_t OtfBridgeNext(int64_t id, int32_t
       b->producing.insert(*step);
       return 1;
     }
-    if (b->cv.wait_until(lock, until) == std::cv_status::timeout) return 0;
+    if (timed_out) return 0;
+    timed_out = !b->cv.WaitFor(lock, timeout_ms);
   }
 }
 
@@ -624,6 +681,7 @@ class BridgeTakeOp : public tfw::OpKernel {
  public:
   explicit BridgeTakeOp(tfw::OpKernelConstruction* ctx) : OpKernel(ctx) {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("bridge", &id_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("wait", &wait_));
     gpu_ = ctx->device_type() == tfw::DeviceType(tfw::DEVICE_GPU);
   }
 
@@ -632,7 +690,7 @@ class BridgeTakeOp : public tfw::OpKernel {
     OP_REQUIRES(ctx, tfw::TensorShapeUtils::IsScalar(step_tensor.shape()),
                 absl::InvalidArgumentError(absl::StrCat(kTake, ": step must be a scalar")));
     const int64_t step = step_tensor.scalar<int64_t>()();
-    std::shared_ptr<Bridge> b = Find(id_);
+    BridgeRef b(Find(id_));
     OP_REQUIRES(ctx, b != nullptr,
                 absl::FailedPreconditionError(
                     absl::StrCat(kTake, ": no DeviceBridge ", id_,
@@ -642,13 +700,15 @@ class BridgeTakeOp : public tfw::OpKernel {
     std::map<int64_t, Batch> stale;
     {
       std::unique_lock<std::mutex> lock(b->mu);
-      b->wanted.insert(step);
-      b->cv.notify_all();
-      while (!b->ready.count(step) && !b->closed) {
-        if (!b->producer && !b->producing.count(step)) break;
-        b->cv.wait(lock);
+      if (wait_) {  // the producer thread makes what a waiting take wants
+        b->wanted.insert(step);
+        b->cv.NotifyAll();
       }
-      b->wanted.erase(step);
+      while (wait_ && !b->ready.count(step) && !b->closed) {
+        if (!b->producer && !b->producing.count(step)) break;
+        b->cv.Wait(lock);
+      }
+      if (wait_) b->wanted.erase(step);
       auto it = b->ready.find(step);
       if (it != b->ready.end()) {
         batch = std::move(it->second);
@@ -656,8 +716,8 @@ class BridgeTakeOp : public tfw::OpKernel {
       } else {
         batch.error = absl::FailedPreconditionError(
             b->closed ? "the bridge was closed"
-                      : "no batch of this step was put, and no producer "
-                        "thread makes it");
+            : wait_   ? "no batch of this step was put, and no producer thread makes it"
+                    : "the batch of this step was not there (taken by another call of the bridge)");
       }
       // Batches made ahead for steps the takes have moved past, or too far ahead, are dropped.
       for (auto s = b->ready.begin(); s != b->ready.end();) {
@@ -730,7 +790,7 @@ class BridgeTakeOp : public tfw::OpKernel {
 
  private:
   int64_t id_ = 0;
-  bool gpu_ = false;
+  bool wait_ = true, gpu_ = false;
 };
 
 }  // namespace
@@ -739,6 +799,7 @@ REGISTER_OP("OnTheFly>BridgeTake")
     .Input("step: int64")
     .Output("tensors: T")
     .Attr("bridge: int")
+    .Attr("wait: bool = true")
     .Attr("T: list(type) >= 0")
     .SetIsStateful()
     // Unknown shapes: the bridge sets each output's shape from its signature.
@@ -748,8 +809,9 @@ REGISTER_OP("OnTheFly>BridgeTake")
     })
     .Doc(R"doc(
 The batch of `step` from tf_onthefly.interop.DeviceBridge number `bridge`, as the bridge's
-Python put it (no copy of device arrays): waits on the host until it is put (the bridge's
-producer thread makes it), then orders the op's stream after the producer's work on the GPU.
+Python put it (no copy of device arrays): with `wait`, waits on the host until it is put (the
+bridge's producer thread makes it; an eager call puts it first and does not wait), then
+orders the op's stream after the producer's work on the GPU.
 )doc");
 
 REGISTER_KERNEL_BUILDER(
