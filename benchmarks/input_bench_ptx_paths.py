@@ -3,9 +3,9 @@ in-step rows, next to numpy+prefetch and the built-in op: "ptx-op" (tf_onthefly.
 running the test kernel that reproduces random_batch's batch) and "cupy-bridge" (CuPy
 launching the same kernel, handed over by tf_onthefly.interop.DeviceBridge). Both need a
 GPU (the bridge also CuPy); the PTX op runs with and without XLA (its custom call), the
-bridge without XLA only (a tf.py_function); elsewhere their rows are skipped. After the
-table, one TARGET line per setting: the ptx-op row's steps/s over op-in-step's (the built-in
-op making the same batch; target >= 0.95 at fit64 with XLA).
+bridge without XLA only (its op takes batches from Python); elsewhere their rows are
+skipped. After the table, one TARGET line per setting: the ptx-op row's steps/s over
+op-in-step's (the built-in op making the same batch; target >= 0.95 at fit64 with XLA).
 
     python -m benchmarks.input_bench_ptx_paths --ptx=bazel-bin/tf_ops/cuda_kernel/test_kernels.ptx \\
         --device=gpu --configs=small_mlp,wide_mlp --modes=fit64 --jit=off,on --out=OUT
