@@ -81,7 +81,10 @@ def part_jax(name, args):
             mib: jax.jit(lambda s, rows=_rows(mib): otf.random_batch(rows, WIDTH, seed=1, step=s)) for mib in args.sizes
         }
         by_rows = {_rows(mib): f for mib, f in jitted.items()}
-        _rates(out, lambda rows, d, i: by_rows[rows](jnp.int32(i)), sync, args, ("uniform",))
+        # The steps made on the device beforehand, as the TensorFlow part's are: a Python step
+        # would cost each call a host-to-device copy of its own.
+        steps = [jax.device_put(jnp.int32(s)) for s in range(64)]
+        _rates(out, lambda rows, d, i: by_rows[rows](steps[i]), sync, args, ("uniform",))
         one = lambda i: otf.random_batch(*SMALL, seed=1, step=i)[0][0, 0]  # noqa: E731
     else:
         key = jax.random.key(1, impl={"jax-threefry": "threefry2x32", "jax-rbg": "rbg"}[name])

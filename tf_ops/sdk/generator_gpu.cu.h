@@ -69,13 +69,14 @@ __global__ void GeneratorKernel(typename Gen::Params p, CallGeometry g, SeedAndS
   }
 }
 
-// Blocks a launch gives its kernel per block resident at once: two waves. Measured on an
-// H100 (benchmarks/kernel_bench, random_batch's float32 normals at 1 GiB, 8 items a
-// thread): 2.40 TB/s with one wave, 2.49 with two, 2.28 with a block per 256 units (no
-// grid-stride step); benchmarks/results/2026-12-06_h100_kernel_bench_grid.txt.
-constexpr int kResidentWaves = 2;
+// Blocks a launch gives its kernel per block resident at once: four waves. Measured on an
+// H100 (benchmarks/kernel_bench, 1 GiB, 8 items a thread, one run): random_batch's float32
+// normals 2.41 TB/s with one wave, 2.49 with two, 2.54 with four and with eight, 2.29 with a
+// block per 256 units (no grid-stride step); its [0, 1) features 3.11, 3.10 and 3.12 TB/s
+// with one, two and four (benchmarks/results/2026-12-06_h100_kernel_bench.txt).
+constexpr int kResidentWaves = 4;
 
-// Launches the kernel with variant V, K items per thread and index type Index: two waves of
+// Launches the kernel with variant V, K items per thread and index type Index: four waves of
 // the blocks resident at once, never more than the units need.
 template <typename Gen, int V, int K, typename Index>
 cudaError_t LaunchUnits(const GpuCall<typename Gen::Params>& call, int64_t items) {
