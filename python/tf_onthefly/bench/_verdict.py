@@ -81,12 +81,14 @@ def _floor_text(path, r):
         return ""
     mib, ceiling = r["batch_bytes"] / 2**20, r["write_gb_per_s"]
     if r["vs_constant"] - r["uncertainty"] > floor:
-        # The path wrote its batch faster than the fills did: the ceiling measured is not the
-        # device's (its fills did not keep the device busy), so it bounds nothing here.
+        # The floor assumes the write adds to the step. A path above it wrote its batch while
+        # the device had other work or none (a step bound by the host, as without XLA), or
+        # faster than the fills did: either way the floor bounds nothing here.
         return (
-            f" Its {mib:.0f} MiB batch is written each step faster than the {ceiling:.0f} GB/s write ceiling "
-            f"measured in this run allows ({path} {r['vs_constant']:.2f}x the constant batch, that ceiling's "
-            f"floor {floor:.2f}x), so that ceiling is not this device's and no write floor is given."
+            f" Its {mib:.0f} MiB batch costs the step less than writing it at the {ceiling:.0f} GB/s write "
+            f"ceiling measured in this run would ({path} {r['vs_constant']:.2f}x the constant batch, that "
+            f"write's floor {floor:.2f}x): the write overlaps other work of the step, or the fills fell short of "
+            f"the device's ceiling, so no write floor is given."
         )
     write_us = 1e6 * r["batch_bytes"] / (ceiling * 1e9)
     return (
