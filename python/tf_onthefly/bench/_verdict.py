@@ -82,8 +82,8 @@ def _floor_text(path, r):
     mib, ceiling = r["batch_bytes"] / 2**20, r["write_gb_per_s"]
     if r["vs_constant"] - r["uncertainty"] > floor:
         # The floor assumes the write adds to the step. A path above it wrote its batch while
-        # the device had other work or none (a step bound by the host, as without XLA), or
-        # faster than the fills did: either way the floor bounds nothing here.
+        # the device had other work or none (as without XLA, where op-in-step measures as fast
+        # as the constant batch), or faster than the fills did: the floor bounds nothing here.
         return (
             f" Its {mib:.0f} MiB batch costs the step less than writing it at the {ceiling:.0f} GB/s write "
             f"ceiling measured in this run would ({path} {r['vs_constant']:.2f}x the constant batch, that "
