@@ -84,6 +84,28 @@ class TorchTest(unittest.TestCase):
         walks = torch.compile(lambda s: otf.drift_walk(5, 5000, [0.45, 0.55], seed=[3, 4], step=s), fullgraph=True)
         self.assertEqual(digest(walks(step_tensor(7))), goldens.DIGESTS["drift_walk/scratch"])
 
+    def test_eager_calls_go_through_the_op_wherever_something_watches(self):
+        # An eager call runs the op's implementation itself; a dispatch mode, the profiler and
+        # a compiled graph still see tf_onthefly::random_batch, with the same batch.
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        class Seen(TorchDispatchMode):
+            ops = []
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                self.ops.append(str(func))
+                return func(*args, **(kwargs or {}))
+
+        direct = otf.random_batch(6, 3, seed=[1, 2], step=step_tensor(3))
+        with Seen():
+            same(otf.random_batch(6, 3, seed=[1, 2], step=step_tensor(3)), direct)
+        self.assertIn("tf_onthefly.random_batch.default", Seen.ops)
+        with torch.profiler.profile() as profile:
+            same(otf.random_batch(6, 3, seed=[1, 2], step=step_tensor(3)), direct)
+        self.assertIn("tf_onthefly::random_batch", {e.name for e in profile.events()})
+        attrs = '{"batch_size": 6, "feature_dim": 3, "num_samples": -1}'
+        same(torch.ops.tf_onthefly.random_batch(step_tensor([1, 2]), step_tensor(3), None, [], 0, attrs), direct)
+
     def test_opcheck(self):
         attrs = '{"batch_size": 6, "feature_dim": 3, "num_samples": -1}'
         seed, step = step_tensor([1, 2]), step_tensor(3)
