@@ -11,7 +11,8 @@ jax:   tf_onthefly.jax.random_batch (uniform float32 features) against jax.rando
        index int32 and, with jax_enable_x64, int64.
 torch: tf_onthefly.torch.random_batch (uniform and normal) against torch.rand/torch.randn
        and the TensorFlow op; per call of small batches eagerly, under torch.compile and
-       replayed from a CUDA graph (mode="reduce-overhead"), against torch.rand the same way.
+       replayed from a CUDA graph (mode="reduce-overhead", the step tensor a static input),
+       against torch.rand the same way.
 
 Every part runs in a process of its own (`--part`), on the first GPU where there is one:
 no framework shares a process or the GPU's memory with another (a CUDA 13 PyTorch cannot
@@ -131,10 +132,18 @@ def part_torch(name, args):
         _rates(out, lambda rows, d, i: peers[d]((rows, WIDTH + 1), device=device), sync, args)
         one = lambda s: torch.rand(SMALL, device=device)  # noqa: E731
 
+    # One step tensor for every call, as a training loop keeps it (and advances it in place,
+    # which the loop leaves out: the cost measured is the random op's). Marked static, a CUDA
+    # graph reads it where it is; unmarked, every replay would first copy it into the graph's
+    # own input buffer, a copy torch.rand's loop, which takes no step, does not make.
+    step = steps[0]
+    if device.type == "cuda":
+        torch._dynamo.mark_static_address(step)
+
     def loop_of(call):
         def run():
-            for i in range(LOOP):
-                call(steps[i % 64])
+            for _ in range(LOOP):
+                call(step)
             sync(None)
 
         return run
