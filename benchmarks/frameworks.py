@@ -4,6 +4,7 @@ compiled loop, side by side in one run per framework.
 
     python -m benchmarks.frameworks jax   [--mib=256,1024,4096] [--rounds=2] [--json=FILE] [--smoke]
     python -m benchmarks.frameworks torch [--mib=256,1024,4096] [--rounds=2] [--json=FILE] [--smoke]
+                                          [--parts=otf-torch,torch]   (no TensorFlow needed)
 
 jax:   tf_onthefly.jax.random_batch (uniform float32 features) against jax.random.uniform
        (threefry and rbg keys) and the TensorFlow op; per call in a jax.jit fori_loop of
@@ -196,11 +197,11 @@ def ratio(rounds, ours, theirs, key, field):
 
 
 def report(framework, rounds, args):
-    ours = PARTS[framework][0]
+    ours, *peers = args.parts
     lines, table = [], []
     sizes = args.sizes
     distributions = ("uniform",) if framework == "jax" else ("uniform", "normal")
-    comparisons = [(peer, f"{d} {mib}") for peer in PARTS[framework][1:] for d in distributions for mib in sizes]
+    comparisons = [(peer, f"{d} {mib}") for peer in peers for d in distributions for mib in sizes]
     for peer, key in comparisons:
         q = ratio(rounds, ours, peer, key, "gb_per_s")
         rate = statistics.median(r[ours][key]["gb_per_s"] for r in rounds)
@@ -211,9 +212,8 @@ def report(framework, rounds, args):
             f"ratio {q['ratio']:.3f} (rounds {q['low']:.3f}-{q['high']:.3f}, spread {q['spread']:.1%})"
         )
     costs = [k for k in rounds[0][ours] if k.startswith("per_call")]
-    peers = ["jax-threefry", "jax-rbg"] if framework == "jax" else ["torch"]
     for k in costs:
-        for peer in peers:
+        for peer in (p for p in peers if p != "tensorflow"):
             a = statistics.median(r[ours][k]["us"] for r in rounds)
             b = statistics.median(r[peer][k]["us"] for r in rounds)
             table.append(dict(ours=ours, peer=peer, what=k, us=a, peer_us=b, difference_us=a - b))
@@ -225,6 +225,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("framework", choices=sorted(PARTS))
     ap.add_argument("--part", help="(internal) run one part in this process, print its JSON")
+    ap.add_argument(
+        "--parts",
+        help="the parts to run, comma-separated, ours first (default: all; on a host without "
+        "TensorFlow leave out `tensorflow`)",
+    )
     ap.add_argument("--mib", default="256,1024,4096", help="output sizes, MiB of float32 features")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=7)
@@ -237,6 +242,9 @@ def main():
         global LOOP
         LOOP = 20
     args.sizes = [int(m) for m in args.mib.split(",")]
+    args.parts = args.parts.split(",") if args.parts else PARTS[args.framework]
+    if args.parts[0] != PARTS[args.framework][0] or not set(args.parts) <= set(PARTS[args.framework]):
+        ap.error(f"--parts: {PARTS[args.framework][0]} first, then any of {', '.join(PARTS[args.framework][1:])}")
     if args.part:
         result = (
             part_tensorflow(args)
@@ -245,8 +253,8 @@ def main():
         )
         print(json.dumps(result))
         return
-    rounds = [{part: run_part(part, args) for part in PARTS[args.framework]} for _ in range(args.rounds)]
-    devices = {part: rounds[0][part]["device"] for part in PARTS[args.framework]}
+    rounds = [{part: run_part(part, args) for part in args.parts} for _ in range(args.rounds)]
+    devices = {part: rounds[0][part]["device"] for part in args.parts}
     lines, table = report(args.framework, rounds, args)
     print(f"{args.framework}: {args.rounds} rounds, devices {devices}")
     print("\n".join(lines))
