@@ -85,8 +85,9 @@ class TorchTest(unittest.TestCase):
         self.assertEqual(digest(walks(step_tensor(7))), goldens.DIGESTS["drift_walk/scratch"])
 
     def test_eager_calls_go_through_the_op_wherever_something_watches(self):
-        # An eager call runs the op's implementation itself; a dispatch mode, the profiler and
-        # a compiled graph still see tf_onthefly::random_batch, with the same batch.
+        # An eager call runs the op's implementation itself; a dispatch mode, the profiler, a
+        # torch.jit trace and a compiled graph still see tf_onthefly::random_batch, with the
+        # same batch.
         from torch.utils._python_dispatch import TorchDispatchMode
 
         class Seen(TorchDispatchMode):
@@ -103,6 +104,11 @@ class TorchTest(unittest.TestCase):
         with torch.profiler.profile() as profile:
             same(otf.random_batch(6, 3, seed=[1, 2], step=step_tensor(3)), direct)
         self.assertIn("tf_onthefly::random_batch", {e.name for e in profile.events()})
+        traced = torch.jit.trace(
+            lambda s: otf.random_batch(6, 3, seed=[1, 2], step=s), (step_tensor(0),), check_trace=False
+        )
+        self.assertIn("tf_onthefly::random_batch", str(traced.graph))
+        same(traced(step_tensor(3)), direct)
         attrs = '{"batch_size": 6, "feature_dim": 3, "num_samples": -1}'
         same(torch.ops.tf_onthefly.random_batch(step_tensor([1, 2]), step_tensor(3), None, [], 0, attrs), direct)
 
