@@ -85,22 +85,34 @@ class TorchTest(unittest.TestCase):
         self.assertEqual(digest(walks(step_tensor(7))), goldens.DIGESTS["drift_walk/scratch"])
 
     def test_eager_calls_go_through_the_op_wherever_something_watches(self):
-        # An eager call runs the op's implementation itself; a dispatch mode, the profiler, a
-        # torch.jit trace and a compiled graph still see tf_onthefly::random_batch, with the
-        # same batch.
+        # An eager call runs the op's implementation itself; a torch function mode, a dispatch
+        # mode, the profiler, a torch.jit trace and a compiled graph still see
+        # tf_onthefly::random_batch, with the same batch.
+        from torch.overrides import TorchFunctionMode
         from torch.utils._python_dispatch import TorchDispatchMode
 
-        class Seen(TorchDispatchMode):
+        class SeenByDispatch(TorchDispatchMode):
             ops = []
 
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 self.ops.append(str(func))
                 return func(*args, **(kwargs or {}))
 
+        class SeenByFunction(TorchFunctionMode):
+            ops = []
+
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                self.ops.append(str(func))
+                return func(*args, **(kwargs or {}))
+
         direct = otf.random_batch(6, 3, seed=[1, 2], step=step_tensor(3))
-        with Seen():
-            same(otf.random_batch(6, 3, seed=[1, 2], step=step_tensor(3)), direct)
-        self.assertIn("tf_onthefly.random_batch.default", Seen.ops)
+        for mode, seen in [
+            (SeenByDispatch, "tf_onthefly.random_batch.default"),
+            (SeenByFunction, "tf_onthefly.random_batch"),
+        ]:
+            with mode():
+                same(otf.random_batch(6, 3, seed=[1, 2], step=step_tensor(3)), direct)
+            self.assertIn(seen, mode.ops)
         with torch.profiler.profile() as profile:
             same(otf.random_batch(6, 3, seed=[1, 2], step=step_tensor(3)), direct)
         self.assertIn("tf_onthefly::random_batch", {e.name for e in profile.events()})

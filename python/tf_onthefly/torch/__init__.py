@@ -149,11 +149,13 @@ def _run_op(op, seed, step, sample_offset, inputs, first_sample, attrs):
 def _direct(operands) -> bool:
     """Whether an eager call may run the implementation itself, without the dispatcher's
     round trip back into Python: only where nothing would see the op there (no torch.compile
-    trace or torch.jit trace, dispatch mode such as fake tensors or FlopCounter, profiler,
-    functorch transform or tensor subclass) and no tensor wants a gradient."""
+    trace or torch.jit trace, torch function mode such as torch.set_default_device's,
+    dispatch mode such as fake tensors or FlopCounter, profiler, functorch transform or
+    tensor subclass) and no tensor wants a gradient."""
     if (
         torch.compiler.is_compiling()
         or torch._C._get_tracing_state() is not None
+        or torch._C._is_torch_function_mode_enabled()
         or torch._C._len_torch_dispatch_stack()
         or torch.autograd._profiler_enabled()
     ):
