@@ -81,13 +81,24 @@ class TorchTest(unittest.TestCase):
         compiled = torch.compile(lambda s: otf.random_batch(64, 8, seed=[1, 2], step=s), fullgraph=True)
         for step in range(3):
             same(compiled(step_tensor(step)), otf.random_batch(64, 8, seed=[1, 2], step=step, device=TARGET))
+        # A Python seed is a constant of the graph: the graph makes no tensor per call.
+        graphs = []
+        kept = torch.compile(
+            lambda s: otf.random_batch(64, 8, seed=5, step=s),
+            fullgraph=True,
+            backend=lambda gm, example: graphs.append(gm) or gm.forward,
+        )
+        same(kept(step_tensor(2)), otf.random_batch(64, 8, seed=5, step=2, device=TARGET))
+        targets = [n.target for n in graphs[0].graph.nodes if n.op == "call_function"]
+        self.assertEqual(targets.count(torch.ops.tf_onthefly.random_batch), 1, graphs[0].code)
+        self.assertNotIn(torch.tensor, targets, graphs[0].code)
         walks = torch.compile(lambda s: otf.drift_walk(5, 5000, [0.45, 0.55], seed=[3, 4], step=s), fullgraph=True)
         self.assertEqual(digest(walks(step_tensor(7))), goldens.DIGESTS["drift_walk/scratch"])
 
-    def test_eager_calls_go_through_the_op_wherever_something_watches(self):
-        # An eager call runs the op's implementation itself; a torch function mode, a dispatch
-        # mode, the profiler, a torch.jit trace and a compiled graph still see
-        # tf_onthefly::random_batch, with the same batch.
+    def test_modes_tracers_and_the_profiler_see_the_op(self):
+        # A torch function mode, a dispatch mode, the profiler and a torch.jit trace see
+        # tf_onthefly::random_batch (no call bypasses the dispatcher), with the same batch;
+        # meta tensors get the fake implementation's.
         from torch.overrides import TorchFunctionMode
         from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -113,6 +124,8 @@ class TorchTest(unittest.TestCase):
             with mode():
                 same(otf.random_batch(6, 3, seed=[1, 2], step=step_tensor(3)), direct)
             self.assertIn(seen, mode.ops)
+        meta = otf.random_batch(6, 3, seed=[1, 2], step=torch.tensor(3, device="meta"))
+        self.assertEqual([(o.device.type, o.shape) for o in meta], [("meta", d.shape) for d in direct])
         with torch.profiler.profile() as profile:
             same(otf.random_batch(6, 3, seed=[1, 2], step=step_tensor(3)), direct)
         self.assertIn("tf_onthefly::random_batch", {e.name for e in profile.events()})

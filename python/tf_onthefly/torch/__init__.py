@@ -99,9 +99,9 @@ def _run_op(op, seed, step, sample_offset, inputs, first_sample, attrs):
     """The op's implementation (CPU and CUDA): outputs from PyTorch's allocator, one run of
     the core on the CPU (rows over torch's intra-op threads) or on the current stream."""
     p = _prepared(op, attrs)
-    device, index = step.device, step.get_device()  # index: -1 on the CPU
+    device = step.device
     for name, t in (("seed", seed), ("step", step), ("sample_offset", sample_offset)):
-        if t is not None and (t.dtype != torch.int64 or t.get_device() != index or not t.is_contiguous()):
+        if t is not None and (t.dtype != torch.int64 or t.device != device or not t.is_contiguous()):
             raise ValueError(
                 f"{op}: {name} must be a contiguous int64 tensor on the step's device ({device}), "
                 f"got {t.dtype} on {t.device}"
@@ -117,7 +117,7 @@ def _run_op(op, seed, step, sample_offset, inputs, first_sample, attrs):
         num_inputs=len(inputs),
     )
     for i, x in enumerate(inputs):
-        if x.get_device() != index or not x.is_contiguous():
+        if x.device != device or not x.is_contiguous():
             raise ValueError(
                 f"{op}: input {i} must be a contiguous tensor on the step's device ({device}), got {x.device}"
             )
@@ -128,7 +128,7 @@ def _run_op(op, seed, step, sample_offset, inputs, first_sample, attrs):
             args.input_dims[i][d] = size
     for i, o in enumerate(outs):
         args.outputs[i] = o.data_ptr()
-    if index < 0:
+    if device.type == "cpu":
         code = _RUN_CPU(p.handle, ctypes.byref(args), torch.get_num_threads() if p.share_rows else 1)
     else:
         if not _ORDER_CHECKED:  # once: an order that passes cannot turn bad later
@@ -138,36 +138,12 @@ def _run_op(op, seed, step, sample_offset, inputs, first_sample, attrs):
         code = _RUN_GPU(
             p.handle,
             ctypes.byref(args),
-            _current_stream(index),
+            _current_stream(device.index),
             scratch.data_ptr() if scratch is not None else None,
             p.scratch,
         )
     CORE.check(code)
     return _results(outs)
-
-
-def _direct(operands) -> bool:
-    """Whether an eager call may run the implementation itself, without the dispatcher's
-    round trip back into Python: only where nothing would see the op there (no torch.compile
-    trace or torch.jit trace, torch function mode such as torch.set_default_device's,
-    dispatch mode such as fake tensors or FlopCounter, profiler, functorch transform or
-    tensor subclass) and no tensor wants a gradient."""
-    if (
-        torch.compiler.is_compiling()
-        or torch._C._get_tracing_state() is not None
-        or torch._C._is_torch_function_mode_enabled()
-        or torch._C._len_torch_dispatch_stack()
-        or torch.autograd._profiler_enabled()
-    ):
-        return False
-    seed, step, offset, inputs = operands[:4]
-    for t in (seed, step, offset, *inputs):
-        if t is not None and (type(t) is not torch.Tensor or t.requires_grad or _wrapped(t)):
-            return False
-    return True
-
-
-_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
 
 
 def _fake_op(op, seed, step, sample_offset, inputs, first_sample, attrs):
@@ -318,8 +294,14 @@ def _function(spec: _frontend.Spec, op):
         else:
             first = _values.int_value(first, "first_sample")
         inputs = [_input(dynamic[n], n, spec.inputs[n]["dtype"], device, spec.op) for n in spec.inputs]
-        operands = (_words(dynamic["seed"], "seed", device, ((), (2,))), _words(step, "step", device), offset, inputs)
-        outs = _run_op(spec.op, *operands, first, attrs) if _direct(operands) else op(*operands, first, attrs)
+        outs = op(
+            _words(dynamic["seed"], "seed", device, ((), (2,))),
+            _words(step, "step", device),
+            offset,
+            inputs,
+            first,
+            attrs,
+        )
         return spec.returned(outs if isinstance(outs, tuple) else (outs,), options)
 
     function = _frontend.make_function(spec, run, "PyTorch", dtype_default=lambda n: _TORCH_DTYPES[n])
