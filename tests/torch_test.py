@@ -116,26 +116,26 @@ class TorchTest(unittest.TestCase):
                 self.ops.append(str(func))
                 return func(*args, **(kwargs or {}))
 
-        direct = otf.random_batch(6, 3, seed=[1, 2], step=step_tensor(3))
+        want = otf.random_batch(6, 3, seed=[1, 2], step=step_tensor(3))
         for mode, seen in [
             (SeenByDispatch, "tf_onthefly.random_batch.default"),
             (SeenByFunction, "tf_onthefly.random_batch"),
         ]:
             with mode():
-                same(otf.random_batch(6, 3, seed=[1, 2], step=step_tensor(3)), direct)
+                same(otf.random_batch(6, 3, seed=[1, 2], step=step_tensor(3)), want)
             self.assertIn(seen, mode.ops)
         meta = otf.random_batch(6, 3, seed=[1, 2], step=torch.tensor(3, device="meta"))
-        self.assertEqual([(o.device.type, o.shape) for o in meta], [("meta", d.shape) for d in direct])
+        self.assertEqual([(o.device.type, o.shape) for o in meta], [("meta", d.shape) for d in want])
         with torch.profiler.profile() as profile:
-            same(otf.random_batch(6, 3, seed=[1, 2], step=step_tensor(3)), direct)
+            same(otf.random_batch(6, 3, seed=[1, 2], step=step_tensor(3)), want)
         self.assertIn("tf_onthefly::random_batch", {e.name for e in profile.events()})
         traced = torch.jit.trace(
             lambda s: otf.random_batch(6, 3, seed=[1, 2], step=s), (step_tensor(0),), check_trace=False
         )
         self.assertIn("tf_onthefly::random_batch", str(traced.graph))
-        same(traced(step_tensor(3)), direct)
+        same(traced(step_tensor(3)), want)
         attrs = '{"batch_size": 6, "feature_dim": 3, "num_samples": -1}'
-        same(torch.ops.tf_onthefly.random_batch(step_tensor([1, 2]), step_tensor(3), None, [], 0, attrs), direct)
+        same(torch.ops.tf_onthefly.random_batch(step_tensor([1, 2]), step_tensor(3), None, [], 0, attrs), want)
 
     def test_opcheck(self):
         attrs = '{"batch_size": 6, "feature_dim": 3, "num_samples": -1}'
