@@ -190,18 +190,19 @@ def _words(value, arg: str, device: torch.device, shapes=((),)) -> torch.Tensor:
         value, kinds = tuple(value), tuple(type(v) for v in value)
     else:
         kinds = type(value)
-    try:
-        hash(value)
-    except TypeError:  # unhashable (a NumPy array): converted every call
-        return _word_tensor.__wrapped__(value, kinds, arg, shapes, device)
     return _word_constant(value, kinds, arg, shapes, device)  # kinds: 1 and True are not the same
 
 
 @torch.compiler.assume_constant_result
 def _word_constant(value, kinds, arg, shapes, device) -> torch.Tensor:
     """The made tensor of a Python seed or step. torch.compile runs this once as it traces
-    and keeps the tensor as a constant of the graph: a compiled call makes no tensor for it
-    (traced, torch.tensor would fill a new one every call, a kernel launch of its own)."""
+    (it does not trace hash()) and keeps the tensor as a constant of the graph: a compiled call
+    makes no tensor for it (traced, torch.tensor would fill a new one every call, a kernel
+    launch of its own)."""
+    try:
+        hash(value)
+    except TypeError:  # unhashable (a NumPy array): converted every call
+        return _word_tensor.__wrapped__(value, kinds, arg, shapes, device)
     return _word_tensor(value, kinds, arg, shapes, device)
 
 
