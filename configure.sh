@@ -14,7 +14,7 @@
 #      into the Python Bazel will use.
 #   3. PyPI: the CUDA 12 ptxas/libdevice and CUDA 13 fatbinary, into a tools folder.
 #   4. .tf_configure.bazelrc: TensorFlow's paths and flags from tf.sysconfig, the Python
-#      interpreter, the CUDA toolchain paths.
+#      interpreter, the CUDA toolchain paths, PyTorch's folder (its stable C ABI headers).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -80,7 +80,7 @@ fi
 
 # 4. Bazel settings from tf.sysconfig.
 eval "$("$PYTHON" - <<'PY'
-import os, shlex
+import importlib.util, os, shlex
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import tensorflow as tf
 cflags = tf.sysconfig.get_compile_flags()
@@ -90,7 +90,8 @@ libdir = [f[2:] for f in lflags if f.startswith("-L")][0]
 gpus = len(tf.config.list_physical_devices("GPU"))
 for k, v in dict(TF_HEADER_DIR=inc, TF_SHARED_LIBRARY_DIR=libdir, TF_GPUS=str(gpus),
                  TF_COMPILE_FLAGS=" ".join(f for f in cflags if not f.startswith("-I")),
-                 TF_VERSION=tf.__version__).items():
+                 TF_VERSION=tf.__version__,
+                 TORCH_DIR=os.path.dirname(importlib.util.find_spec("torch").origin)).items():
     print(f"{k}={shlex.quote(v)}")
 PY
 )"
@@ -107,6 +108,7 @@ build --repo_env=OTF_CLANG="$(command -v clang++-16)"
 build --repo_env=OTF_CUDA_TOOLS="$TOOLS"
 build --repo_env=OTF_CUDA_HEADERS="$TF_HEADER_DIR/third_party/gpus/cuda"
 build --repo_env=OTF_CUDA_ARCHS="$OTF_CUDA_ARCHS"
+build --repo_env=OTF_TORCH_DIR="$TORCH_DIR"
 $([ "$TF_GPUS" = 0 ] && echo "# No GPU visible here: the requires-gpu test variants would only skip, so they are not run
 # (and not reported as passed). Configure on a GPU machine to run them.
 test --test_tag_filters=-requires-gpu")

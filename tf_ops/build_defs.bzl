@@ -4,8 +4,9 @@ One generator = otf_op_library(...): its <name>_op.cc (spec, attribute checks, v
 no TensorFlow header), its CUDA .cu.cc files and its headers. The built-in generators link
 into one framework-neutral core, libtf_onthefly_core.so (otf_core_library); each
 TensorFlow version's op library (otf_ops_shared_library) is the TensorFlow front end over
-it; a library of generators of its own (otf_generator_shared_library: the SDK's test
-generators) registers into the core when loaded after it.
+it, and PyTorch's op library (otf_torch_shared_library) PyTorch's; a library of generators
+of its own (otf_generator_shared_library: the SDK's test generators) registers into the
+core when loaded after it.
 
 C++ flags: OTF_CORE_COPTS for everything in the core (no TensorFlow flag: the core is built
 once for every TensorFlow version), OTF_COPTS for the TensorFlow front end; CUDA flags:
@@ -151,6 +152,25 @@ def otf_ops_shared_library(name, deps, core):
         deps = deps + xla + [
             "//tf_ops/common:libstdcxx_compat",
             "@local_config_tf//:libtensorflow_framework",
+        ],
+        linkopts = ["-Wl,-z,defs", "-Wl,--as-needed", "-Wl,-rpath,$$ORIGIN"],
+        visibility = ["//visibility:public"],
+    )
+
+def otf_torch_shared_library(name, deps, core):
+    """The op library the PyTorch front end loads: its kernels in `deps`, linked against
+    PyTorch's libtorch_cpu.so (found where PyTorch loaded it, by its soname) and `core`
+    (beside it, $ORIGIN).
+
+    -z defs: any symbol that is neither ours nor PyTorch's stable C ABI's is a link error here.
+    """
+    native.cc_binary(
+        name = name,
+        linkshared = 1,
+        srcs = [core],
+        deps = deps + [
+            "//tf_ops/common:libstdcxx_compat",
+            "@local_config_torch//:libtorch_cpu",
         ],
         linkopts = ["-Wl,-z,defs", "-Wl,--as-needed", "-Wl,-rpath,$$ORIGIN"],
         visibility = ["//visibility:public"],

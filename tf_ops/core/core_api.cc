@@ -405,6 +405,9 @@ Status RunGpu(const Configured& c, const OtfRunArgs& a, void* stream, void* scra
 }
 
 }  // namespace
+
+const Configured& ConfiguredCall(const void* call) { return static_cast<const Call*>(call)->c; }
+
 }  // namespace core
 }  // namespace tf_onthefly
 

@@ -119,6 +119,10 @@ OTF_CORE_API sdk::Status ArgTypes(const std::vector<ArgSpec>& args, const sdk::A
 // what differs), and forgets them.
 OTF_CORE_API std::vector<std::string> TakeRegistrationErrors();
 
+// The configured call behind a handle of the C API (tf_onthefly_core_configure), for front
+// ends in this tree that allocate its outputs themselves (the PyTorch op library).
+OTF_CORE_API const Configured& ConfiguredCall(const void* call);
+
 }  // namespace core
 }  // namespace tf_onthefly
 
