@@ -11,12 +11,12 @@
 #    TensorFlow) compiles once and serves all; its XLA handlers are built against the XLA FFI
 #    headers of the oldest release with XLA kernels (the only API version every one of them
 #    accepts; docs/build.md).
-# 2. The package (the configured TensorFlow's build), every op library, _variants.py listing
-#    them, staged with pyproject.toml and setup.py and written into a wheel by setuptools
+# 2. The package (the configured TensorFlow's build, with PyTorch's op library), every
+#    TensorFlow op library, _variants.py listing them, staged with pyproject.toml and setup.py and written into a wheel by setuptools
 #    (pip wheel --no-build-isolation: offline).
 # 3. auditwheel repair: checks the libraries' symbol versions and tags the wheel manylinux;
-#    TensorFlow's libraries are never bundled (each op library uses the ones TensorFlow has
-#    loaded).
+#    TensorFlow's and PyTorch's libraries are never bundled (each op library uses the ones its
+#    framework has loaded).
 # OTF_TF_VERSIONS="2.18.1 2.21.0" builds a wheel for those only.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -67,7 +67,7 @@ version=$(sed -n 's/^__version__ = "\(.*\)"/\1/p' python/tf_onthefly/_version.py
 stage="$tmp/stage"
 mkdir -p "$stage/tf_onthefly/bench" "$stage/tf_onthefly/jax" "$stage/tf_onthefly/testing" "$stage/tf_onthefly/torch"
 cp pyproject.toml setup.py README.md LICENSE "$stage/"
-cp python/tf_onthefly/*.py "$pkg/_build_info.py" "$pkg/libtf_onthefly_core.so" "$tmp"/_ops_tf*.so \
+cp python/tf_onthefly/*.py "$pkg/_build_info.py" "$pkg/libtf_onthefly_core.so" "$pkg/_ops_torch.so" "$tmp"/_ops_tf*.so \
   "$tmp/_variants.py" "$stage/tf_onthefly/"
 for sub in bench jax testing torch; do cp python/tf_onthefly/$sub/*.py "$stage/tf_onthefly/$sub/"; done
 # The SDK, for generators built against the installed wheel (tf_onthefly.sysconfig,
@@ -86,6 +86,6 @@ SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1767225600} "$PYTHON" -m pip wheel -q --d
   -w "$tmp/raw" "$stage" >"$tmp/log" 2>&1 || { cat "$tmp/log" >&2; exit 1; }
 mkdir -p "$DEST"
 "$PYTHON" -m auditwheel repair --exclude libtensorflow_framework.so.2 --exclude libtensorflow_cc.so.2 \
-  --exclude libtf_onthefly_core.so --plat "$PLAT" -w "$DEST" "$tmp"/raw/*.whl >"$tmp/log" 2>&1 \
+  --exclude libtorch_cpu.so --exclude libtf_onthefly_core.so --plat "$PLAT" -w "$DEST" "$tmp"/raw/*.whl >"$tmp/log" 2>&1 \
   || { cat "$tmp/log" >&2; exit 1; }
 ls "$DEST"/tf_onthefly-"$version"-*"$PLAT"*.whl

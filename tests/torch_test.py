@@ -6,9 +6,11 @@ keeps the op in the graph (its fake implementation gives the shapes) and gives t
 batch for every step without recompiling; opcheck (schema, fake, dispatch) passes; a traced
 first_sample is a shard's first sample; errors name the op and the argument.
 --test_device=gpu: the same on CUDA, plus a CUDA graph captured once and replayed for new
-steps written into the step tensor, and the op on a side stream.
+steps written into the step tensor, and the op on a side stream. --kernels=python: all of it
+with the ops' Python implementation (what a PyTorch older than the op library's stable ABI
+runs) instead of the op library's kernels.
 
-    python tests/torch_test.py [--test_device=cpu|gpu]
+    python tests/torch_test.py [--test_device=cpu|gpu] [--kernels=library|python]
 """
 
 import os
@@ -16,7 +18,9 @@ import sys
 import unittest
 
 DEVICE = "gpu" if "--test_device=gpu" in sys.argv else "cpu"
-sys.argv = [a for a in sys.argv if not a.startswith("--test_device")]
+KERNELS = "python" if "--kernels=python" in sys.argv else "library"
+sys.argv = [a for a in sys.argv if not a.startswith(("--test_device", "--kernels"))]
+os.environ["TF_ONTHEFLY_TORCH_KERNELS"] = KERNELS
 
 import goldens  # noqa: E402
 import torch  # noqa: E402
@@ -63,6 +67,26 @@ class TorchTest(unittest.TestCase):
         sig = str(otf.random_batch.__signature__)
         self.assertTrue(sig.startswith("(batch_size, feature_dim, seed, step, *, distribution='uniform'"), sig)
         self.assertTrue(sig.endswith("name=None, device=None)"), sig)
+
+    def test_kernels(self):
+        # The op library's kernels wherever PyTorch has the stable ABI they target.
+        from tf_onthefly import _build_info
+
+        version = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+        library = KERNELS == "library" and version >= _build_info.TORCH_STABLE_ABI
+        self.assertEqual(otf.KERNELS is not None, library)
+        # Either kernel checks what a direct call passes it, naming the op and the argument.
+        ops, attrs = torch.ops.tf_onthefly, '{"batch_size": 6, "feature_dim": 3, "num_samples": -1}'
+        error = RuntimeError if library else ValueError
+        with self.assertRaisesRegex(error, r"OnTheFly>RandomBatch: seed must be a contiguous int64 tensor"):
+            ops.random_batch(step_tensor([1, 0, 2])[::2], step_tensor(3), None, [], 0, attrs)
+        with self.assertRaisesRegex(error, r"OnTheFly>RandomBatch: step must be a contiguous int64 tensor"):
+            ops.random_batch(step_tensor(1), step_tensor(3).int(), None, [], 0, attrs)
+        with self.assertRaisesRegex((RuntimeError, otf._core.CoreError), r"OnTheFly>RandomBatch: .*feature_dim"):
+            ops.random_batch(step_tensor(1), step_tensor(3), None, [], 0, attrs.replace("3", "-3"))
+        up = torch.tensor([[0.3, 0.7]], device=TARGET)
+        with self.assertRaisesRegex((RuntimeError, otf._core.CoreError), r"up_probability must have shape \[n\]"):
+            ops.drift_walk(step_tensor(1), step_tensor(3), None, [up], 0, '{"batch_size": 4, "length": 9}')
 
     def test_goldens(self):
         for name, (generator, args, seed, step) in goldens.CASES.items():

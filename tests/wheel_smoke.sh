@@ -17,9 +17,12 @@ bash build_pip_pkg.sh "$work/dist" >/dev/null
 wheel=$(ls "$work"/dist/tf_onthefly-*.whl)
 echo "wheel: $(basename "$wheel") ($(du -k "$wheel" | cut -f1) KiB)"
 # The JAX range the wheel's handlers (XLA FFI API 0.1) serve, ends tested (docs/jax.md); the
-# PyTorch build installed for the CPU.
+# PyTorch range (docs/torch.md): the oldest supported (the ops' Python implementation), the
+# oldest the op library's stable ABI loads into, and the development one.
 JAX_OLDEST=0.5.0
 JAX_NEWEST=0.10.2
+TORCH_OLDEST=2.4.0
+TORCH_STABLE_ABI=2.10.0
 TORCH_VERSION=2.13.0
 read -r oldest newest < <(python3 -c "exec(open('tf_ops/tf_versions.bzl').read()); print(TF_VERSIONS[0], TF_VERSIONS[-1])")
 export TF_CPP_MIN_LOG_LEVEL=2
@@ -69,9 +72,11 @@ echo "$out" | grep -q "ImportError: tf_onthefly has op libraries for TensorFlow 
 echo "$out" | grep -q "pip install 'tensorflow-cpu>=2.16,<2.22'" || { echo "no fix named: $out"; exit 1; }
 echo "unsupported check: $(echo "$out" | grep "^ImportError")"
 # The JAX and PyTorch front ends, each in a fresh environment without TensorFlow: the oldest
-# and newest supported JAX (docs/jax.md) and PyTorch (CPU builds), wheel[jax] / wheel[torch];
-# their tests (every golden batch, jit/vmap/shard_map, torch.compile) from the checkout.
+# and newest supported JAX (docs/jax.md) and the three PyTorch releases above, wheel[jax] /
+# wheel[torch]; their tests (every golden batch, jit/vmap/shard_map, torch.compile, which
+# kernels run) from the checkout.
 for requirement in "jax==$JAX_OLDEST jaxlib==$JAX_OLDEST|jax|jax_test.py" "jax==$JAX_NEWEST jaxlib==$JAX_NEWEST|jax|jax_test.py" \
+  "torch==$TORCH_OLDEST numpy<2|torch|torch_test.py" "torch==$TORCH_STABLE_ABI|torch|torch_test.py" \
   "torch==$TORCH_VERSION|torch|torch_test.py"; do
   IFS='|' read -r pins extra test <<<"$requirement"
   venv="$work/venv-${pins%% *}"
@@ -85,5 +90,6 @@ for requirement in "jax==$JAX_OLDEST jaxlib==$JAX_OLDEST|jax|jax_test.py" "jax==
     || { echo "no clear ImportError for a TensorFlow name without TensorFlow: $out"; exit 1; }
   (cd "$work" && "$venv/bin/python" "$OLDPWD/tests/$test" 2>&1 | tail -3)
   (cd "$work" && "$venv/bin/python" "$OLDPWD/tests/framework_batches.py" --framework="$extra" >/dev/null)
+  rm -rf "$venv"  # a framework's environment is gigabytes: one at a time on disk
 done
 echo "wheel smoke test: OK"

@@ -9,23 +9,53 @@
 Each generator takes the TensorFlow wrapper's arguments (tf_onthefly.random_batch ->
 tf_onthefly.torch.random_batch), and `device=` (default: the step's device where the step is
 a tensor, else torch's default device). The op allocates its outputs and scratch through
-PyTorch and launches on the current CUDA stream through the core's C ABI (ctypes: no build
-per PyTorch version); its fake implementation gives torch.compile the output shapes, so the
-op stays in the graph, and its launch may be captured in a CUDA graph (seed and step then
-live in device tensors the graph reads at replay). Imports no TensorFlow.
+PyTorch and launches on the current CUDA stream; its kernel is the op library's
+(_ops_torch.so, tf_ops/torch: compiled against PyTorch's stable C ABI, so one build serves
+every PyTorch from the ABI version it targets on) or, on an older PyTorch, the Python
+implementation here, over the core's C API through ctypes (TF_ONTHEFLY_TORCH_KERNELS=python
+picks it on any PyTorch). Its fake implementation gives torch.compile the output shapes, so
+the op stays in the graph, and its launch may be captured in a CUDA graph (seed and step
+then live in device tensors the graph reads at replay). Imports no TensorFlow.
 """
 
 import ctypes
 import functools
 import json
+import os
+import re
 
 import torch
 
-from tf_onthefly import _core, _frontend, _torch_order, _values
+from tf_onthefly import _build_info, _core, _frontend, _torch_order, _values
 
 CORE = _core.Core()
 NAMESPACE = "tf_onthefly"
 _LIBRARY = torch.library.Library(NAMESPACE, "FRAGMENT")
+
+
+def _kernels():
+    """The op library (its kernels for every op), or None where the Python implementation
+    runs the ops: a PyTorch older than the stable ABI the library targets, or
+    TF_ONTHEFLY_TORCH_KERNELS=python."""
+    choice = os.environ.get("TF_ONTHEFLY_TORCH_KERNELS", "library")
+    if choice not in ("library", "python"):
+        raise ImportError(f"TF_ONTHEFLY_TORCH_KERNELS must be 'library' or 'python', got {choice!r}")
+    version = tuple(int(p) for p in re.findall(r"\d+", torch.__version__)[:2])
+    if choice == "python" or version < _build_info.TORCH_STABLE_ABI:
+        return None
+    try:
+        lib = ctypes.CDLL(os.path.join(os.path.dirname(_core.__file__), "_ops_torch.so"))
+    except OSError as error:
+        raise ImportError(
+            f"tf_onthefly.torch: PyTorch {torch.__version__} could not load the op library ({error}); "
+            "TF_ONTHEFLY_TORCH_KERNELS=python runs the ops' Python implementation instead"
+        ) from None
+    lib.tf_onthefly_torch_register.restype = ctypes.c_int32
+    lib.tf_onthefly_torch_register.argtypes = [ctypes.c_char_p] * 3
+    return lib
+
+
+KERNELS = _kernels()
 
 _TORCH_DTYPES = {
     "float32": torch.float32,
@@ -72,6 +102,18 @@ _PARALLEL_BYTES = 1 << 18
 # Whether this process's import order lets PyTorch use the GPU (_torch_order), checked at
 # the first launch on a GPU.
 _ORDER_CHECKED = []
+# How the op library's kernel reports the core's errors (tf_ops/torch/torch_ops.cc).
+_KERNEL_ERROR = re.compile(r"\[tf_onthefly (\d+)\] (.*)", re.DOTALL)
+
+
+@torch.compiler.assume_constant_result
+def _order_checked(op) -> bool:
+    """Raises TorchImportOrderError where this process's import order keeps PyTorch from the
+    GPU (_torch_order); once (torch.compile: as it traces)."""
+    if not _ORDER_CHECKED:  # an order that passes cannot turn bad later
+        _torch_order.check_torch_import_order(f"tf_onthefly.torch ({op})")
+        _ORDER_CHECKED.append(True)
+    return True
 
 
 def _numel(shape) -> int:
@@ -96,8 +138,10 @@ _current_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
 
 
 def _run_op(op, seed, step, sample_offset, inputs, first_sample, attrs):
-    """The op's implementation (CPU and CUDA): outputs from PyTorch's allocator, one run of
-    the core on the CPU (rows over torch's intra-op threads) or on the current stream."""
+    """The ops' Python implementation (CPU and CUDA), where the op library's kernels are not
+    used (KERNELS): the same steps as tf_ops/torch/torch_ops.cc. Outputs from PyTorch's
+    allocator, one run of the core on the CPU (rows over torch's intra-op threads) or on the
+    current stream."""
     p = _prepared(op, attrs)
     device = step.device
     for name, t in (("seed", seed), ("step", step), ("sample_offset", sample_offset)):
@@ -131,9 +175,7 @@ def _run_op(op, seed, step, sample_offset, inputs, first_sample, attrs):
     if device.type == "cpu":
         code = _RUN_CPU(p.handle, ctypes.byref(args), torch.get_num_threads() if p.share_rows else 1)
     else:
-        if not _ORDER_CHECKED:  # once: an order that passes cannot turn bad later
-            _torch_order.check_torch_import_order(f"tf_onthefly.torch ({op})")
-            _ORDER_CHECKED.append(True)
+        _order_checked(op)
         scratch = torch.empty(p.scratch, dtype=torch.uint8, device=device) if p.scratch else None
         code = _RUN_GPU(
             p.handle,
@@ -164,9 +206,14 @@ def _define(spec: _frontend.Spec):
         f"str attrs) -> {results}"
     )
     qualified = f"{NAMESPACE}::{spec.name}"
-    run = functools.partial(_run_op, spec.op)
-    _LIBRARY.impl(spec.name, run, "CPU")
-    _LIBRARY.impl(spec.name, run, "CUDA")
+    names = (NAMESPACE.encode(), spec.name.encode(), spec.op.encode())
+    code = 1 if KERNELS is None else KERNELS.tf_onthefly_torch_register(*names)
+    if code == 2:
+        raise ImportError(f"PyTorch {torch.__version__} refused the op library's kernel for {qualified}")
+    if code == 1:  # no op library, or every one of its kernel slots taken
+        run = functools.partial(_run_op, spec.op)
+        _LIBRARY.impl(spec.name, run, "CPU")
+        _LIBRARY.impl(spec.name, run, "CUDA")
     torch.library.register_fake(qualified, functools.partial(_fake_op, spec.op), lib=_LIBRARY)
     return getattr(getattr(torch.ops, NAMESPACE), spec.name)
 
@@ -295,14 +342,22 @@ def _function(spec: _frontend.Spec, op):
         else:
             first = _values.int_value(first, "first_sample")
         inputs = [_input(dynamic[n], n, spec.inputs[n]["dtype"], device, spec.op) for n in spec.inputs]
-        outs = op(
-            _words(dynamic["seed"], "seed", device, ((), (2,))),
-            _words(step, "step", device),
-            offset,
-            inputs,
-            first,
-            attrs,
-        )
+        if device.type == "cuda":
+            _order_checked(spec.op)
+        try:
+            outs = op(
+                _words(dynamic["seed"], "seed", device, ((), (2,))),
+                _words(step, "step", device),
+                offset,
+                inputs,
+                first,
+                attrs,
+            )
+        except RuntimeError as error:  # the op library's kernel failed: the core's error
+            match = _KERNEL_ERROR.match(str(error))
+            if match is None:
+                raise
+            raise _core.CoreError(int(match[1]), match[2]) from None
         return spec.returned(outs if isinstance(outs, tuple) else (outs,), options)
 
     function = _frontend.make_function(spec, run, "PyTorch", dtype_default=lambda n: _TORCH_DTYPES[n])
