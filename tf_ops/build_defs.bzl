@@ -135,43 +135,30 @@ def otf_generator_shared_library(name, deps, core):
         visibility = ["//visibility:public"],
     )
 
+def _front_end_library(name, deps, core, framework):
+    """A front end's op library: `deps` linked against its framework's libraries and against
+    `core`, found beside it ($ORIGIN). -z defs: any symbol that is neither ours nor the
+    framework's is a link error here rather than an 'undefined symbol' at import on a user's
+    machine."""
+    native.cc_binary(
+        name = name,
+        linkshared = 1,
+        srcs = [core],
+        deps = deps + framework + ["//tf_ops/common:libstdcxx_compat"],
+        linkopts = ["-Wl,-z,defs", "-Wl,--as-needed", "-Wl,-rpath,$$ORIGIN"],
+        visibility = ["//visibility:public"],
+    )
+
 def otf_ops_shared_library(name, deps, core):
     """The op library Python loads for the configured TensorFlow: the TensorFlow front end
     (and its XLA kernel, where the TensorFlow has what it needs: 2.20 on) and the other ops
     in `deps`, linked against TensorFlow's framework library (and libtensorflow_cc, where
-    XLA's op registry lives), and against `core`, found beside it ($ORIGIN).
-
-    -z defs: any symbol that is neither ours nor TensorFlow's is a link error here rather
-    than an 'undefined symbol' at import on a user's machine.
-    """
+    XLA's op registry lives) and the core."""
     xla = ["@local_config_tf//:libtensorflow_cc"] if TF_HAS_XLA else []
-    native.cc_binary(
-        name = name,
-        linkshared = 1,
-        srcs = [core],
-        deps = deps + xla + [
-            "//tf_ops/common:libstdcxx_compat",
-            "@local_config_tf//:libtensorflow_framework",
-        ],
-        linkopts = ["-Wl,-z,defs", "-Wl,--as-needed", "-Wl,-rpath,$$ORIGIN"],
-        visibility = ["//visibility:public"],
-    )
+    _front_end_library(name, deps, core, xla + ["@local_config_tf//:libtensorflow_framework"])
 
 def otf_torch_shared_library(name, deps, core):
     """The op library the PyTorch front end loads: its kernels in `deps`, linked against
-    PyTorch's libtorch_cpu.so (found where PyTorch loaded it, by its soname) and `core`
-    (beside it, $ORIGIN).
-
-    -z defs: any symbol that is neither ours nor PyTorch's stable C ABI's is a link error here.
-    """
-    native.cc_binary(
-        name = name,
-        linkshared = 1,
-        srcs = [core],
-        deps = deps + [
-            "//tf_ops/common:libstdcxx_compat",
-            "@local_config_torch//:libtorch_cpu",
-        ],
-        linkopts = ["-Wl,-z,defs", "-Wl,--as-needed", "-Wl,-rpath,$$ORIGIN"],
-        visibility = ["//visibility:public"],
-    )
+    PyTorch's libtorch_cpu.so (found where PyTorch loaded it, by its soname: never bundled)
+    and the core."""
+    _front_end_library(name, deps, core, ["@local_config_torch//:libtorch_cpu"])
