@@ -143,7 +143,8 @@ std::unique_ptr<Prepared> Configure(const std::string& op, const std::string& at
     }
     if (pair == nullptr) {
       Fail(12, op + ": output " + std::to_string(i) + " has dtype " +
-                   sdk::DTypeName(c.output_types[i]) + ", which the PyTorch front end has no type for");
+                   sdk::DTypeName(c.output_types[i]) +
+                   ", which the PyTorch front end has no type for");
     }
     p->dtypes.push_back(pair->torch);
     int64_t n = sdk::DTypeSize(c.output_types[i]);
@@ -203,10 +204,12 @@ void* CurrentCudaStream(const std::string& op, int32_t index) {
   using Getter = AOTITorchError (*)(int32_t, void**);
   static const Getter getter = [] {
     void* lib = dlopen("libtorch_cuda.so", RTLD_NOW | RTLD_NOLOAD);
-    return lib != nullptr ? reinterpret_cast<Getter>(dlsym(lib, "aoti_torch_get_current_cuda_stream"))
-                          : nullptr;
+    return lib != nullptr
+               ? reinterpret_cast<Getter>(dlsym(lib, "aoti_torch_get_current_cuda_stream"))
+               : nullptr;
   }();
-  if (getter == nullptr) Fail(9, op + ": this PyTorch has no CUDA (libtorch_cuda.so is not loaded)");
+  if (getter == nullptr)
+    Fail(9, op + ": this PyTorch has no CUDA (libtorch_cuda.so is not loaded)");
   void* stream = nullptr;
   Check(getter(index, &stream), "get_current_cuda_stream");
   return stream;
@@ -244,7 +247,8 @@ void Run(Op& op, StableIValue* stack) {
   args.seed_size = seed.numel();
   args.step = static_cast<const int64_t*>(step.data_ptr());
   args.first_sample = first_sample;
-  args.sample_offset = offset.has_value() ? static_cast<const int64_t*>(offset->data_ptr()) : nullptr;
+  args.sample_offset =
+      offset.has_value() ? static_cast<const int64_t*>(offset->data_ptr()) : nullptr;
   args.num_inputs = static_cast<int32_t>(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& x = inputs[i];
@@ -320,8 +324,8 @@ extern "C" {
 // Returns 0; 1 where every slot is taken (the front end registers its Python implementation
 // instead); 2 where PyTorch refused the registration.
 __attribute__((visibility("default"))) int32_t tf_onthefly_torch_register(const char* ns,
-                                                                         const char* name,
-                                                                         const char* op) {
+                                                                          const char* name,
+                                                                          const char* op) {
   using namespace tf_onthefly::torch_ops;  // NOLINT(build/namespaces)
   const int k = slots_used.fetch_add(1);
   if (k >= kSlots) return 1;
