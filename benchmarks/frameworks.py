@@ -13,7 +13,8 @@ jax:   tf_onthefly.jax.random_batch (uniform float32 features) against jax.rando
 torch: tf_onthefly.torch.random_batch (uniform and normal) against torch.rand/torch.randn
        and the TensorFlow op; per call of small batches eagerly, under torch.compile and
        replayed from a CUDA graph (mode="reduce-overhead", the step tensor a static input),
-       against torch.rand the same way.
+       against torch.rand the same way and against the ops' Python implementation
+       (otf-torch-python: TF_ONTHEFLY_TORCH_KERNELS=python, per call only).
 
 Every part runs in a process of its own (`--part`), on the first GPU where there is one:
 no framework shares a process or the GPU's memory with another (a CUDA 13 PyTorch cannot
@@ -40,7 +41,7 @@ LOOP = 1000  # calls per compiled loop
 
 PARTS = {
     "jax": ["otf-jax", "jax-threefry", "jax-rbg", "tensorflow"],
-    "torch": ["otf-torch", "torch", "tensorflow"],
+    "torch": ["otf-torch", "otf-torch-python", "torch", "tensorflow"],
 }
 
 
@@ -123,10 +124,13 @@ def part_torch(name, args):
     sync = (lambda _: torch.cuda.synchronize()) if device.type == "cuda" else (lambda _: None)
     out = {"device": str(device)}
     steps = [torch.tensor(s, dtype=torch.int64, device=device) for s in range(64)]
-    if name == "otf-torch":
+    if name.startswith("otf-torch"):  # otf-torch-python: the ops' Python implementation (run_part)
         import tf_onthefly.torch as otf
 
-        _rates(out, lambda rows, d, i: otf.random_batch(rows, WIDTH, seed=1, step=steps[i], distribution=d), sync, args)
+        if name == "otf-torch":  # the same kernels at any size: only the per-call cost differs
+            _rates(
+                out, lambda rows, d, i: otf.random_batch(rows, WIDTH, seed=1, step=steps[i], distribution=d), sync, args
+            )
         one = lambda s: otf.random_batch(*SMALL, seed=1, step=s)  # noqa: E731
     else:
         peers = {"uniform": torch.rand, "normal": torch.randn}
@@ -179,6 +183,8 @@ def run_part(part, args):
     cmd = [sys.executable, "-m", "benchmarks.frameworks", args.framework, f"--part={part}", f"--mib={args.mib}"]
     cmd += [f"--repeats={args.repeats}", f"--unroll={args.unroll}"] + (["--smoke"] if args.smoke else [])
     env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false", TF_CPP_MIN_LOG_LEVEL="2")
+    if part == "otf-torch-python":
+        env["TF_ONTHEFLY_TORCH_KERNELS"] = "python"
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
     if done.returncode != 0:
         raise RuntimeError(f"part {part} failed:\n{done.stderr[-3000:]}")
@@ -201,7 +207,9 @@ def report(framework, rounds, args):
     lines, table = [], []
     sizes = args.sizes
     distributions = ("uniform",) if framework == "jax" else ("uniform", "normal")
-    comparisons = [(peer, f"{d} {mib}") for peer in peers for d in distributions for mib in sizes]
+    comparisons = [
+        (p, f"{d} {mib}") for p in peers for d in distributions for mib in sizes if f"{d} {mib}" in rounds[0][p]
+    ]
     for peer, key in comparisons:
         q = ratio(rounds, ours, peer, key, "gb_per_s")
         rate = statistics.median(r[ours][key]["gb_per_s"] for r in rounds)
