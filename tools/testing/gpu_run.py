@@ -8,7 +8,8 @@ installed into this Python (`pip install --no-deps`; TensorFlow must already be 
 into folder D with --target, put first on every run's PYTHONPATH. Modes:
 
   tests     every tests/*_test.py with --test_device=gpu (the requires-gpu variants), as
-            plain Python test files (--tests picks some: --tests=data,sdk); --kernels D,
+            plain Python test files, each also with the arguments another of its targets in
+            tests/BUILD passes (--tests picks some: --tests=data,sdk); --kernels D,
             holding bazel-bin/tests/sdk_ops/*.so, adds tests/sdk_test.py; and the kernel
             bench (benchmarks/kernel_bench: the SDK's kernels checked bit for bit against
             the host; --tests name kernel_bench) from D, built there by
@@ -57,6 +58,17 @@ def kernel_bench(args, out, build="kernel_bench"):
     return (build, [os.path.join(args.kernels, build), f"--label={label}", f"--json={out}.json"], 600, args.kernels)
 
 
+def _variant_args():
+    """{test file's name: [its arguments, ...]} of the otf_py_test targets in tests/BUILD that
+    pass arguments of their own (torch_python_kernels_test: torch_test --kernels=python)."""
+    variants = {}
+    for block in re.findall(r"^otf_py_test\((.*?)^\)", open(os.path.join(ROOT, "tests", "BUILD")).read(), re.M | re.S):
+        src, extra = re.search(r'srcs = \["(\w+)\.py"', block), re.search(r"args = \[([^\]]*)\]", block)
+        if src and extra:
+            variants.setdefault(src.group(1), []).append(re.findall(r'"([^"]+)"', extra.group(1)))
+    return variants
+
+
 def steps(mode, args, name):
     """[(step name, command, timeout seconds, working directory)] of one mode."""
     if mode == "tests":
@@ -70,6 +82,9 @@ def steps(mode, args, name):
                 print("gpu_run: sdk_test skipped (it needs --kernels with _sdk_test_ops.so)")
                 continue
             out.append((f"test_{test}", [PY, path, "--test_device=gpu"], 900, ROOT))
+            for extra in _variant_args().get(test, []):  # as tests/BUILD's other _gpu targets run it
+                label = "_".join(a.lstrip("-").replace("=", "_") for a in extra)
+                out.append((f"test_{test}_{label}", [PY, path, "--test_device=gpu", *extra], 900, ROOT))
         if not chosen or "kernel_bench" in args.tests.split(","):
             out.append(("test_kernel_bench",) + kernel_bench(args, name("test_kernel_bench"))[1:])
         return out
