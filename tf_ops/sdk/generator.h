@@ -239,6 +239,10 @@ constexpr int64_t kScratchAlignment = 256;
 constexpr int64_t AlignScratch(int64_t bytes) {
   return (bytes + kScratchAlignment - 1) / kScratchAlignment * kScratchAlignment;
 }
+// Below this many output bytes a CPU call runs on the calling thread alone (XLA's Host
+// handler, the PyTorch op library): starting threads costs more than it saves.
+constexpr int64_t kHostParallelBytes = int64_t{1} << 18;
+
 // The size of a BufferScratch buffer that serves `scratch_bytes` (a ScratchBytes result)
 // wherever the buffer starts: one alignment unit more.
 constexpr int64_t ScratchBufferBytes(int64_t scratch_bytes) {

@@ -181,10 +181,6 @@ struct HostRows {
   }
 };
 
-// Below this many output bytes a call runs on the calling thread alone: scheduling costs
-// more than it saves.
-constexpr int64_t kHostParallelBytes = int64_t{1} << 18;
-
 // The inputs' value rules (the Config's, as bytes) and names (comma-separated), for the
 // Host handler, which reads the inputs in host memory as the TF CPU kernel does.
 inline ffi::Error CheckValues(const Inputs& in, const ElementKind* kinds,

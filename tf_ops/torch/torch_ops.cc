@@ -50,9 +50,6 @@ using torch::stable::Tensor;
 using torch::stable::detail::from;
 using torch::stable::detail::to;
 
-// Outputs of at least this many bytes are shared over PyTorch's intra-op threads on the CPU;
-// below, starting threads costs more than it saves (as for XLA's host handler).
-constexpr int64_t kParallelBytes = int64_t{1} << 18;
 constexpr int kMaxInputs = sizeof(OtfRunArgs::inputs) / sizeof(OtfRunArgs::inputs[0]);
 constexpr int kMaxInputRank = sizeof(OtfRunArgs::input_dims[0]) / sizeof(int64_t);
 
@@ -90,6 +87,13 @@ const std::vector<DTypePair>& DTypePairs() {
 const DTypePair* ByTorch(int32_t torch) {
   for (const DTypePair& p : DTypePairs()) {
     if (p.torch == torch) return &p;
+  }
+  return nullptr;
+}
+
+const DTypePair* BySdk(DType sdk) {
+  for (const DTypePair& p : DTypePairs()) {
+    if (p.sdk == sdk) return &p;
   }
   return nullptr;
 }
@@ -137,10 +141,7 @@ std::unique_ptr<Prepared> Configure(const std::string& op, const std::string& at
   int64_t bytes = 0;
   for (size_t i = 0; i < c.output_types.size(); ++i) {
     p->shapes.push_back(c.OutputShape(static_cast<int>(i)));
-    const DTypePair* pair = nullptr;
-    for (const DTypePair& d : DTypePairs()) {
-      if (d.sdk == c.output_types[i]) pair = &d;
-    }
+    const DTypePair* pair = BySdk(c.output_types[i]);
     if (pair == nullptr) {
       Fail(12, op + ": output " + std::to_string(i) + " has dtype " +
                    sdk::DTypeName(c.output_types[i]) +
@@ -153,7 +154,7 @@ std::unique_ptr<Prepared> Configure(const std::string& op, const std::string& at
   }
   const int64_t scratch = c.ScratchBytes();
   p->scratch_bytes = scratch > 0 ? sdk::ScratchBufferBytes(scratch) : 0;
-  p->share_rows = bytes >= kParallelBytes;
+  p->share_rows = bytes >= sdk::kHostParallelBytes;  // rows over PyTorch's intra-op threads
   return p;
 }
 

@@ -73,7 +73,7 @@ def steps(mode, args, name):
     """[(step name, command, timeout seconds, working directory)] of one mode."""
     if mode == "tests":
         chosen = [f"{t}_test" for t in args.tests.split(",")] if args.tests else None
-        out = []
+        out, variants = [], _variant_args()
         for path in sorted(glob.glob(os.path.join(ROOT, "tests", "*_test.py"))):
             test = os.path.basename(path)[:-3]
             if test in NO_DEVICE_TESTS or (chosen and test not in chosen):
@@ -82,7 +82,7 @@ def steps(mode, args, name):
                 print("gpu_run: sdk_test skipped (it needs --kernels with _sdk_test_ops.so)")
                 continue
             out.append((f"test_{test}", [PY, path, "--test_device=gpu"], 900, ROOT))
-            for extra in _variant_args().get(test, []):  # as tests/BUILD's other _gpu targets run it
+            for extra in variants.get(test, []):  # as tests/BUILD's other _gpu targets run it
                 label = "_".join(a.lstrip("-").replace("=", "_") for a in extra)
                 out.append((f"test_{test}_{label}", [PY, path, "--test_device=gpu", *extra], 900, ROOT))
         if not chosen or "kernel_bench" in args.tests.split(","):

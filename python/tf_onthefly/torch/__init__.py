@@ -98,7 +98,7 @@ class _Prepared:
         self.share_rows = size >= _PARALLEL_BYTES
 
 
-_PARALLEL_BYTES = 1 << 18
+_PARALLEL_BYTES = 1 << 18  # sdk::kHostParallelBytes (tf_ops/sdk/generator.h)
 # Whether this process's import order lets PyTorch use the GPU (_torch_order), checked at
 # the first launch on a GPU.
 _ORDER_CHECKED = []
