@@ -23,8 +23,9 @@ into this Python, or into folder D with --target). Modes:
             rows without XLA
   floor     small and big batches under XLA against their floors: small_mlp and wide_mlp
             fit64 jit on, constant against op-in-step, 5 rounds, with XLA's command buffers
-            (CUDA graphs) as they come and turned off (XLA_FLAGS), and small_mlp's step
-            traced (where each microsecond of op-in-step's step goes)
+            (CUDA graphs) as they come and turned off (XLA_FLAGS), small_mlp's step
+            traced (where each microsecond of op-in-step's step goes), and the levers
+            that could remove the generator's cost a step (small_batch_levers)
   copies    host<->device bytes per step, one GPU and MirroredStrategy (no_copy_profile)
   mirrored  the MirroredStrategy rows one change at a time, and the placer's log
   kernels   the kernel bench (and its baseline build, if D has one), torch.rand/randn next
@@ -178,6 +179,7 @@ def steps(mode, args, name):
                 300,
                 ROOT,
             ),
+            ("small_batch_levers", module("small_batch_levers"), 300, ROOT),
         ]
     if mode == "copies":
         return [

@@ -20,6 +20,7 @@ ROOT = os.path.dirname(HERE)  # holds benchmarks/: `python -m benchmarks.<name>`
 CPU_RUNS = [
     ("op_cost", ["--smoke", "--device=cpu"]),
     ("loop_counter", ["--smoke"]),
+    ("small_batch_levers", ["--smoke"]),
     ("op_timeline", ["--smoke"]),
     ("step_timeline", ["--smoke"]),
     ("mirrored_placement", ["--smoke"]),
