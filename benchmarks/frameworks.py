@@ -14,7 +14,9 @@ torch: tf_onthefly.torch.random_batch (uniform and normal) against torch.rand/to
        and the TensorFlow op; per call of small batches eagerly, under torch.compile and
        replayed from a CUDA graph (mode="reduce-overhead", the step tensor a static input),
        against torch.rand the same way and against the ops' Python implementation
-       (otf-torch-python: TF_ONTHEFLY_TORCH_KERNELS=python, per call only).
+       (otf-torch-python: TF_ONTHEFLY_TORCH_KERNELS=python, per call only); and per call
+       paired: otf-torch's loops and torch.rand's taking turns in one process, the
+       difference taken within each turn.
 
 Every part runs in a process of its own (`--part`), on the first GPU where there is one:
 no framework shares a process or the GPU's memory with another (a CUDA 13 PyTorch cannot
@@ -38,6 +40,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WIDTH = 1024  # features per row: a row of [n, 1024] float32 features is 4 KiB
 SMALL = (16, 16)  # the per-call batch: 256 floats
 LOOP = 1000  # calls per compiled loop
+PAIRED_ROUNDS = 7  # turns of tf_onthefly.torch's and torch.rand's loops in one process
 
 PARTS = {
     "jax": ["otf-jax", "jax-threefry", "jax-rbg", "tensorflow"],
@@ -153,12 +156,29 @@ def part_torch(name, args):
 
         return run
 
-    out["per_call eager"] = _per_call(loop_of(one), args)
-    compiled = torch.compile(one, fullgraph=True)
-    out["per_call compiled"] = _per_call(loop_of(compiled), args)
-    if device.type == "cuda":
-        graphed = torch.compile(one, mode="reduce-overhead", fullgraph=True)
-        out["per_call cuda graph"] = _per_call(loop_of(graphed), args)
+    def modes(call):
+        """mode -> the call as that mode runs it."""
+        made = {"eager": call, "compiled": torch.compile(call, fullgraph=True)}
+        if device.type == "cuda":
+            made["cuda graph"] = torch.compile(call, mode="reduce-overhead", fullgraph=True)
+        return made
+
+    ours = modes(one)
+    for mode, call in ours.items():
+        out[f"per_call {mode}"] = _per_call(loop_of(call), args)
+    if name == "otf-torch":
+        # The same loops and torch.rand's taking turns in this process: how fast the host
+        # dispatches a call moves between processes and rounds (up to 2x between two rounds on
+        # an H100's host), so the difference that counts is the one taken within a round.
+        rand = modes(lambda s: torch.rand(SMALL, device=device))
+        for mode, call in ours.items():
+            differences = []
+            for _ in range(PAIRED_ROUNDS):
+                a = _per_call(loop_of(call), args)["us"]
+                differences.append(a - _per_call(loop_of(rand[mode]), args)["us"])
+            out[f"paired {mode}"] = dict(
+                us=statistics.median(differences), low=min(differences), high=max(differences), n=len(differences)
+            )
     return out
 
 
@@ -226,6 +246,15 @@ def report(framework, rounds, args):
             b = statistics.median(r[peer][k]["us"] for r in rounds)
             table.append(dict(ours=ours, peer=peer, what=k, us=a, peer_us=b, difference_us=a - b))
             lines.append(f"{k:>24s}  {ours} {a:8.2f} us  {peer:13s} {b:8.2f} us  difference {a - b:+.2f} us")
+    for k in (k for k in rounds[0][ours] if k.startswith("paired")):
+        mode = k[len("paired ") :]
+        for i, r in enumerate(rounds):
+            p = r[ours][k]
+            table.append(dict(ours=ours, peer="torch", what=f"per_call {mode}, paired", round=i, difference_us=p["us"]))
+            lines.append(
+                f"{'per_call ' + mode:>24s}  {ours} - torch.rand, {p['n']} turns in one process (round {i + 1}): "
+                f"{p['us']:+.2f} us (turns {p['low']:+.2f} to {p['high']:+.2f})"
+            )
     return lines, table
 
 
@@ -247,8 +276,8 @@ def main():
     args = ap.parse_args()
     if args.smoke:
         args.mib, args.rounds, args.repeats, args.unroll = "1", 1, 2, 2
-        global LOOP
-        LOOP = 20
+        global LOOP, PAIRED_ROUNDS
+        LOOP, PAIRED_ROUNDS = 20, 2
     args.sizes = [int(m) for m in args.mib.split(",")]
     args.parts = args.parts.split(",") if args.parts else PARTS[args.framework]
     if args.parts[0] != PARTS[args.framework][0] or not set(args.parts) <= set(PARTS[args.framework]):
