@@ -222,6 +222,7 @@ def measure(runners, rounds, chunks=CHUNKS, base="constant", progress=None, time
     marked a measurement problem.
     """
     samples = {path: [] for path in runners}  # path -> [(rate, rel_se)] per round
+    spent = dict.fromkeys(runners, 0.0)  # path -> seconds its timed chunks took, in all
 
     def rounds_of(paths, count, first):
         for r in range(first, first + count):
@@ -237,7 +238,9 @@ def measure(runners, rounds, chunks=CHUNKS, base="constant", progress=None, time
                     runner = runners[path]
                     if getattr(runner, "turns", PASSES) == 1 and turn != PASSES // 2:
                         continue
+                    t0 = time.perf_counter()
                     times[path] += runner.chunk_times(getattr(runner, "chunks", chunks))
+                    spent[path] += time.perf_counter() - t0
             for path in paths:
                 samples[path].append(_round_rate(times[path], runners[path].steps_per_chunk))
 
@@ -253,6 +256,7 @@ def measure(runners, rounds, chunks=CHUNKS, base="constant", progress=None, time
             stats[path]["remeasured"] = True
     for path, s in stats.items():
         s["status"] = _status(s) if path != base and base in runners else ("upper bound" if path == base else "")
+        s["measure_s"] = spent[path]
     return stats
 
 
@@ -323,6 +327,7 @@ def run(config_names, paths, modes, jits, gpu, seconds, rounds=3, progress=print
             )
 
         skipped = []  # (path, why)
+        build_s = {}  # path -> seconds to build and calibrate its runner (bench.json: where a run's time went)
         for i, path in enumerate(paths):
             if jit and path == "op-in-step" and not _load.HAS_XLA:
                 skipped.append((path, f"no XLA kernels for TensorFlow {_load.VARIANT['minor']}"))
@@ -339,7 +344,8 @@ def run(config_names, paths, modes, jits, gpu, seconds, rounds=3, progress=print
                 runner = _make_runner(cfg, path, mode, jit, runners)
                 runner.calibrate(seconds)
             runners[path] = runner
-            setup_s, setups = setup_s + time.perf_counter() - t0, setups + 1
+            build_s[path] = time.perf_counter() - t0
+            setup_s, setups = setup_s + build_s[path], setups + 1
             TIMES["setup_s"] = setup_s
         t0 = time.perf_counter()
         with tf.device(device):
@@ -361,6 +367,7 @@ def run(config_names, paths, modes, jits, gpu, seconds, rounds=3, progress=print
                     input_share=_input_share(s),
                     batch_bytes=nbytes,
                     write_gb_per_s=ceiling / 1e9,
+                    build_s=build_s[path],
                     **s,
                 )
             )
