@@ -54,8 +54,9 @@ def main(argv):
     paths = FLAGS.paths or (PATHS if FLAGS.full else DEFAULT_PATHS) + list(EXTRA_PATHS)
     seconds = FLAGS.seconds or 1.0
     # A CPU that runs the model also runs the input pipelines' threads, and its rows move more
-    # between rounds: on 2 cores, 3 rounds left a row at 1.13x its constant batch and two rows
-    # 25 % apart between two runs; 5 rounds, none above 1.03x and all within 25 %.
+    # between rounds: on the CPU of docs/performance.md, 3 rounds left a row at 1.13x its
+    # constant batch and two rows 25 % apart between two runs; 5 rounds, none above 1.03x and
+    # all within 25 %.
     rounds = max(1, FLAGS.rounds or (3 if gpu else 5))
     settings = default_settings(gpu, FLAGS.full, FLAGS.modes, [j == "on" for j in FLAGS.jit])
     device_name = (
