@@ -25,6 +25,11 @@ DEFAULT_SETTINGS = {
 PASSES = 3  # turns of every path per round, the order reversed each turn
 CHUNKS = 3  # timed chunks per turn (after one discarded)
 LIMIT = 1.15  # a ratio above this, left after re-measuring, is a measurement problem
+# A row whose call outlasts a round (one turn a round: a slow input feeding 64 steps a call,
+# 5.3 s a call for wide_mlp's numpy+prefetch on an H100) that its first round puts below this
+# fraction of the base is not timed again: no verdict turns on how far below it is, and its
+# later rounds were a tenth of a GPU run's time. Its uncertainty is then half its ratio.
+SETTLED = 0.25
 TIMES = {}  # the last run's seconds: measuring_s (timing rows), setup_s (building, tracing, sizing)
 
 
@@ -219,12 +224,14 @@ def measure(runners, rounds, chunks=CHUNKS, base="constant", progress=None, time
     runners: path -> object with steps_per_chunk and chunk_times(chunks) (seconds per
     chunk). Rows above the base (the upper bound) by more than their uncertainty are
     measured again, with the base, for `rounds` more rounds; a row that stays above is
-    marked a measurement problem.
+    marked a measurement problem. A row timed once a round (its call outlasts a round)
+    that the first round puts below SETTLED of the base is timed in that round only
+    (`one_round`, its uncertainty half its ratio).
     """
     samples = {path: [] for path in runners}  # path -> [(rate, rel_se)] per round
     spent = dict.fromkeys(runners, 0.0)  # path -> seconds its timed chunks took, in all
 
-    def rounds_of(paths, count, first):
+    def rounds_of(paths, count, first, what):
         for r in range(first, first + count):
             times = {path: [] for path in paths}
             for turn in range(PASSES):
@@ -232,8 +239,7 @@ def measure(runners, rounds, chunks=CHUNKS, base="constant", progress=None, time
                 if progress:
                     done = min(1.0, (r * PASSES + turn) / (rounds * PASSES))
                     left = f"; about {_duration(time_left(done))} left" if time_left else ""
-                    what = "all paths" if len(paths) == len(runners) else "again: " + ", ".join(paths)
-                    progress(f"round {r + 1}/{first + count}, turn {turn + 1}/{PASSES} of {what}{left}")
+                    progress(f"round {r + 1}/{max(rounds, first + count)}, turn {turn + 1}/{PASSES} of {what}{left}")
                 for path in order:
                     runner = runners[path]
                     if getattr(runner, "turns", PASSES) == 1 and turn != PASSES // 2:
@@ -244,20 +250,34 @@ def measure(runners, rounds, chunks=CHUNKS, base="constant", progress=None, time
             for path in paths:
                 samples[path].append(_round_rate(times[path], runners[path].steps_per_chunk))
 
-    rounds_of(list(runners), rounds, 0)
+    rounds_of(list(runners), 1, 0, "all paths")
+    settled = [p for p in runners if _settled(p, runners[p], samples, base)]
+    if rounds > 1:
+        rest = [p for p in runners if p not in settled]
+        rounds_of(rest, rounds - 1, 1, "all paths" if not settled else "all paths but " + ", ".join(settled))
     stats = {path: _row_stats(samples[path], samples.get(base)) for path in runners}
     suspect = [p for p, s in stats.items() if p != base and base in runners and _suspect(s)]
     if suspect:
-        rounds_of([base, *suspect], rounds, rounds)
+        rounds_of([base, *suspect], rounds, rounds, "again: " + ", ".join([base, *suspect]))
         # The base was measured again too: every row's ratio uses the rounds it shares with it.
         for path in runners:
             stats[path] = _row_stats(samples[path], samples.get(base))
         for path in suspect:
             stats[path]["remeasured"] = True
+    for path in settled:
+        s = stats[path]
+        s.update(one_round=True, uncertainty=max(s["uncertainty"], 0.5 * s["vs_constant"]))
     for path, s in stats.items():
         s["status"] = _status(s) if path != base and base in runners else ("upper bound" if path == base else "")
         s["measure_s"] = spent[path]
     return stats
+
+
+def _settled(path, runner, samples, base):
+    """Whether a slow-call row's first round leaves it far below the base (SETTLED)."""
+    if path == base or base not in samples or getattr(runner, "turns", PASSES) != 1:
+        return False
+    return samples[path][0][0] < SETTLED * samples[base][0][0]
 
 
 def _suspect(s):

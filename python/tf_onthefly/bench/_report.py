@@ -23,6 +23,7 @@ def format_table(table):
     ]
     for r in table:
         note = r["status"] + (" (re-measured)" if r.get("remeasured") else "")
+        note += " (timed one round: far below the constant batch)" if r.get("one_round") else ""
         share = "" if r["path"] == "constant" or not np.isfinite(r["input_share"]) else f"{r['input_share']:.0%}"
         if r["status"] in ("same as constant", "measurement problem"):
             share = "-"
