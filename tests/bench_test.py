@@ -152,7 +152,7 @@ class MeasurementTest(tf.test.TestCase):
         self.assertLen(stats["far"]["rounds"], 1)
         self.assertTrue(stats["far"]["one_round"])
         self.assertAllClose(stats["far"]["vs_constant"], 0.01)
-        self.assertAllClose(stats["far"]["uncertainty"], 0.005)
+        self.assertAllClose(stats["far"]["uncertainty"], 0.01 * _measure.SETTLED_UNCERTAINTY)
         for path in ("near", "many"):
             self.assertLen(stats[path]["rounds"], 3)
             self.assertNotIn("one_round", stats[path])

@@ -28,8 +28,11 @@ LIMIT = 1.15  # a ratio above this, left after re-measuring, is a measurement pr
 # A row whose call outlasts a round (one turn a round: a slow input feeding 64 steps a call,
 # 5.3 s a call for wide_mlp's numpy+prefetch on an H100) that its first round puts below this
 # fraction of the base is not timed again: no verdict turns on how far below it is, and its
-# later rounds were a tenth of a GPU run's time. Its uncertainty is then half its ratio.
+# later rounds were a tenth of a GPU run's time. One round has no spread between rounds: its
+# uncertainty is taken as a fifth of its ratio (such rows' three-round uncertainties in the
+# H100 and H200 default runs: 5-16 % of their ratios).
 SETTLED = 0.25
+SETTLED_UNCERTAINTY = 0.2
 TIMES = {}  # the last run's seconds: measuring_s (timing rows), setup_s (building, tracing, sizing)
 
 
@@ -226,7 +229,7 @@ def measure(runners, rounds, chunks=CHUNKS, base="constant", progress=None, time
     measured again, with the base, for `rounds` more rounds; a row that stays above is
     marked a measurement problem. A row timed once a round (its call outlasts a round)
     that the first round puts below SETTLED of the base is timed in that round only
-    (`one_round`, its uncertainty half its ratio).
+    (`one_round`, its uncertainty SETTLED_UNCERTAINTY of its ratio).
     """
     samples = {path: [] for path in runners}  # path -> [(rate, rel_se)] per round
     spent = dict.fromkeys(runners, 0.0)  # path -> seconds its timed chunks took, in all
@@ -266,7 +269,7 @@ def measure(runners, rounds, chunks=CHUNKS, base="constant", progress=None, time
             stats[path]["remeasured"] = True
     for path in settled:
         s = stats[path]
-        s.update(one_round=True, uncertainty=max(s["uncertainty"], 0.5 * s["vs_constant"]))
+        s.update(one_round=True, uncertainty=max(s["uncertainty"], SETTLED_UNCERTAINTY * s["vs_constant"]))
     for path, s in stats.items():
         s["status"] = _status(s) if path != base and base in runners else ("upper bound" if path == base else "")
         s["measure_s"] = spent[path]
