@@ -32,11 +32,20 @@ import sys
 import tensorflow as tf
 
 import tf_onthefly
+from benchmarks import loops
 from benchmarks.op_timeline import gpu_kernels, traced
-from tf_onthefly.bench import models, timing
+from tf_onthefly.bench import models
 
 BATCH, DIM = 32, 16
-LOOPS = ["constant", "op", "constant, counter", "op, counter", "constant block", "op, block"]
+# name -> (whether it generates, where each step's batch comes from, its bound)
+LOOPS = {
+    "constant": (False, "variable", "constant"),
+    "op": (True, "variable", "constant"),
+    "constant, counter": (False, "counter", "constant"),
+    "op, counter": (True, "counter", "constant, counter"),
+    "constant block": (False, "block", "constant"),
+    "op, block": (True, "block", "constant block"),
+}
 
 
 def batch_of(step, rows=BATCH):
@@ -48,12 +57,12 @@ def loop(name, steps):
     loss = tf.keras.losses.BinaryCrossentropy(from_logits=True)
     apply = models.train_step(models.mlp(DIM, 1), loss, tf.keras.optimizers.Adam(1e-3))
     data_step = tf.Variable(0, dtype=tf.int64, trainable=False)
-    how = name.split(", ")[1] if ", " in name else ("block" if name.endswith("block") else "variable")
+    generates, how, _ = LOOPS[name]
     rows = steps * BATCH if how == "block" else BATCH
     kept = [tf.identity(t) for t in batch_of(tf.constant(0, tf.int64), rows)]
 
     def make(step):
-        return batch_of(step, rows) if name.startswith("op") else kept
+        return batch_of(step, rows) if generates else kept
 
     @tf.function(jit_compile=True)
     def run():
@@ -96,23 +105,15 @@ def main(argv=None):
     parser.add_argument("--smoke", action="store_true", help="toy sizes, any device")
     args = parser.parse_args(argv)
     rounds, repeats, steps = (2, 2, 4) if args.smoke else (args.rounds, args.repeats, args.steps)
-    loops = {name: loop(name, steps) for name in LOOPS}
-    per_round = {name: [] for name in LOOPS}
-    for _ in range(rounds):
-        for name, run in loops.items():
-            times = timing.call_times(run, repeats, warmup=1, sync=lambda loss: loss.numpy())
-            per_round[name].append(timing.summary(times)["median"] / steps)
+    runs = {name: loop(name, steps) for name in LOOPS}
+    per_round = loops.timed_rounds({name: (run, steps) for name, run in runs.items()}, rounds, repeats)
     print(f"# {tf.config.list_logical_devices()[-1].name}, {steps} steps a call, {rounds} rounds of {repeats} calls")
-    for name in LOOPS:
-        ratios = [c / t for c, t in zip(per_round["constant"], per_round[name])]
-        bound = (
-            "constant, counter" if name == "op, counter" else "constant block" if name == "op, block" else "constant"
-        )
-        own = [c / t for c, t in zip(per_round[bound], per_round[name])]
+    for name, (_, _, bound) in LOOPS.items():
+        vs_constant = loops.ratio(per_round["constant"], per_round[name])
         row = dict(loop=name, us_per_step=1e6 * statistics.median(per_round[name]))
-        row.update(vs_constant=statistics.median(ratios), spread=timing.summary(ratios)["spread"])
-        row.update(vs_its_bound=statistics.median(own), bound=bound)
-        row.update(trace_row(loops[name], steps))
+        row.update(vs_constant=vs_constant["median"], spread=vs_constant["spread"])
+        row.update(vs_its_bound=loops.ratio(per_round[bound], per_round[name])["median"], bound=bound)
+        row.update(trace_row(runs[name], steps))
         print(json.dumps(row), flush=True)
     return 0
 
