@@ -312,7 +312,7 @@ class RandomBatchBadInputTest(device_util.DeviceTestCase):
         (dict(seed=1.5), "seed must be an integer, got 1.5"),
         (dict(seed=2**64), "seed must be in [-2**63, 2**64), got 18446744073709551616"),
         (dict(seed=[1, -(2**63) - 1]), "seed must be in [-2**63, 2**64), got -9223372036854775809"),
-        (dict(step=[1, 2]), "step must be an int64 scalar, got shape [2]"),
+        (dict(step=[[1, 2]]), "step must be an int64 scalar, or a vector of steps of shape [n], got shape [1,2]"),
         (dict(step=2.0), "step must be an integer, got 2.0"),
         (dict(first_sample=5, num_samples=4), "first_sample must be in [0, batch_size - num_samples] = [0, 4], got 5"),
         (dict(first_sample=-1), "first_sample must be in [0, batch_size - num_samples] = [0, 0], got -1"),

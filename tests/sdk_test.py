@@ -132,6 +132,39 @@ class SdkTest(device_util.DeviceTestCase):
                 cpu = LIB.on_the_fly_sdk_test_add_rows(rows=rows, width=4, **common(9, 3, 3))
             self.assertAllEqual(part, cpu)
 
+    def test_step_vector_inputs_serve_every_step(self):
+        """A vector of steps makes each step's batch from the same tensor inputs (one row per
+        sample here), on the test's device and under XLA."""
+        rows = np.arange(12, dtype=np.float32).reshape(3, 4)
+        add = lambda step: LIB.on_the_fly_sdk_test_add_rows(rows=rows, width=4, **dict(common(3), step=step))  # noqa: E731
+        alone = [add(tf.constant(s, tf.int64)) for s in (4, 9)]
+        steps = tf.Variable([4, 9], dtype=tf.int64)  # not a constant, which TensorFlow would fold before XLA
+        for jit in (False, True):
+            stacked = tf.function(lambda: add(steps.read_value()), jit_compile=jit)()
+            self.assertAllEqual(stacked, tf.stack(alone))
+
+    def test_a_library_of_the_earlier_sdk_takes_step_vectors_eagerly(self):
+        """A variant record that ends before launch_gpu_steps (a library built with the SDK
+        before calls of several steps) registers; a step vector then makes each step's batch
+        eagerly (a launch a step on a GPU) and is refused under XLA, naming the op."""
+        rows = np.arange(12, dtype=np.float32).reshape(3, 4)
+
+        def call(fn, step):
+            return fn(rows=rows, width=4, **dict(common(3), step=tf.convert_to_tensor(step, tf.int64)))
+
+        earlier = LIB.on_the_fly_sdk_test_earlier_record
+        self.assertAllEqual(call(earlier, 4), call(LIB.on_the_fly_sdk_test_add_rows, 4))
+        self.assertAllEqual(call(earlier, [4, 9]), tf.stack([call(earlier, 4), call(earlier, 9)]))
+        if _load.HAS_XLA:  # steps in variables: TensorFlow would fold a call on constants before XLA
+            one, two = tf.Variable(9, dtype=tf.int64), tf.Variable([4, 9], dtype=tf.int64)
+            self.assertAllEqual(
+                tf.function(lambda: call(earlier, one.read_value()), jit_compile=True)(), call(earlier, 9)
+            )
+            with self.assertRaisesRegex(
+                tf.errors.UnimplementedError, "OnTheFly>SdkTestEarlierRecord: a vector of steps under XLA needs"
+            ):
+                tf.function(lambda: call(earlier, two.read_value()), jit_compile=True)()
+
     def test_launcher_and_per_sample_forms_agree(self):
         """drift_walk's block-cooperative launch and its Generate run by the SDK's per-sample
         kernel write the same walks and labels, bit for bit, whole batch and shard, walks of

@@ -320,13 +320,13 @@ struct Call {
   template <int V, int K>
   cudaError_t LaunchK() const {
     const sdk::GpuCall<typename Gen::Params> call{p, g, ss, inputs, stream, scratch};
-    return sdk::LaunchUnits<Gen, V, K, uint32_t>(call, Gen::ItemsPerSample(p));
+    return sdk::LaunchUnits<Gen, V, K, uint32_t, false>(call, Gen::ItemsPerSample(p), 1);
   }
   // The same kernel on a grid of `blocks_per_resident` times the resident blocks, or, with 0,
   // one work unit a thread (no grid-stride step): what the grid choice costs or gains.
   template <int V, int K>
   cudaError_t LaunchGrid(int blocks_per_resident) const {
-    constexpr auto kKernel = &sdk::GeneratorKernel<Gen, V, K, uint32_t>;
+    constexpr auto kKernel = &sdk::GeneratorKernel<Gen, V, K, uint32_t, false>;
     const int64_t items = Gen::ItemsPerSample(p), groups = (items + K - 1) / K;
     const int64_t total = rows * groups, t = sdk::kGeneratorBlockThreads;
     int64_t grid = (total + t - 1) / t;
@@ -389,7 +389,7 @@ void WithK(const Call<Gen>& c, const std::string& what, int64_t mib) {
 template <typename Gen, int V, int K>
 void WithGrid(const Call<Gen>& c, const std::string& what, int64_t mib, int blocks_per_resident) {
   cudaFuncAttributes a{};
-  CK(cudaFuncGetAttributes(&a, &sdk::GeneratorKernel<Gen, V, K, uint32_t>));
+  CK(cudaFuncGetAttributes(&a, &sdk::GeneratorKernel<Gen, V, K, uint32_t, false>));
   const std::string name =
       what + ", K=" + std::to_string(K) + " (" + std::to_string(a.numRegs) + " regs)" +
       (blocks_per_resident > 0 ? ", grid " + std::to_string(blocks_per_resident) + "x resident"

@@ -1,4 +1,6 @@
 // The SDK's test generators as ops (sdk_test_generators.h), in a test-only op library.
+#include <cstddef>
+
 #include "tests/sdk_ops/sdk_test_generators.h"
 #include "tf_ops/sdk/generator_def.h"
 
@@ -53,6 +55,41 @@ OTF_GENERATOR("OnTheFly>SdkTestAddRows", AddRowsConfig)
     .Attr("width: int")
     .Doc("out[row] = rows[row] + uniform [0, 1) noise of the sample: one input row per sample.");
 OTF_GENERATOR_KERNELS(AddRowsConfig, AddRowsGen)("OnTheFly>SdkTestAddRows");
+
+// AddRows again, its variant registered as a library built with the SDK before calls of
+// several steps registers it: a record that ends before launch_gpu_steps (abi.h). The core
+// must take it and read nothing past its size.
+OTF_GENERATOR("OnTheFly>SdkTestEarlierRecord", AddRowsConfig)
+    .Input("rows: float")
+    .Output("out: float")
+    .Attr("width: int")
+    .Doc("OnTheFly>SdkTestAddRows, registered with the variant record of the earlier SDK.");
+[[maybe_unused]] const bool kEarlierRecordRegistered = [] {
+  OtfVariantDef def{};
+  def.struct_size = offsetof(OtfVariantDef, launch_gpu_steps);
+  def.sdk_abi_version = sdk::kSdkAbiVersion;
+  def.contract_version = kContractVersion;
+  def.abi_flags = sdk::kAbiFlags;
+  def.generator = "OnTheFly>SdkTestEarlierRecord";
+  def.params_size = sizeof(AddRowsParams);
+  def.num_streams = AddRowsGen::kNumStreams;
+  def.command_buffer_compatible = 1;
+  def.configure = &sdk::ConfigureEntry<AddRowsConfig>;
+  def.fill_rows_cpu = &sdk::FillRowsCpu<AddRowsGen>;
+#if !defined(OTF_CPU_ONLY)
+  def.launch_gpu = &sdk::LaunchGenerator<AddRowsGen>;
+#endif
+#if OTF_HAS_XLA_FFI
+  def.xla_host_handler = reinterpret_cast<void*>(&sdk::xla_ffi::HostHandler<AddRowsGen>);
+#if !defined(OTF_CPU_ONLY)
+  def.xla_cuda_handler = reinterpret_cast<void*>(&sdk::xla_ffi::CudaHandler<AddRowsGen>);
+#endif
+  def.xla_ffi_api_version = sdk::xla_ffi::kApiVersion;
+#else
+  def.xla_ffi_api_version = -1;
+#endif
+  return tf_onthefly_register_variant(&def) == 0;
+}();
 
 // The same attribute and input as OnTheFly>DriftWalk (tf_ops/drift_walk/drift_walk_op.cc).
 struct PerSampleDriftWalkConfig {

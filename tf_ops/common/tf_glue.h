@@ -59,6 +59,17 @@ inline absl::Status ScalarShape(tensorflow::shape_inference::InferenceContext* c
       absl::StrCat(name, " must be an int64 scalar, got shape ", c->DebugString(shape)));
 }
 
+inline absl::Status CheckStepShape(const tensorflow::TensorShape& step) {
+  return ToTf(sdk::CheckStepShape(Dims(step)));
+}
+
+// The step's rule (sdk::CheckStepShape) for shape functions: a scalar, or a vector of steps.
+inline absl::Status StepShape(tensorflow::shape_inference::InferenceContext* c, int input) {
+  const auto step = c->input(input);
+  if (!c->RankKnown(step) || c->Rank(step) <= 1) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(sdk::kStepShapeMessage, c->DebugString(step)));
+}
+
 // Output i, or a ResourceExhausted error that names the op, the output and the bytes asked
 // when the device's allocator cannot give them (a size within the caps that does not fit
 // the memory free now): the process stays usable, and a smaller call can follow.

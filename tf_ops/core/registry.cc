@@ -2,8 +2,10 @@
 // REGISTER_OP's strings, and Configure, which every front end's call goes through.
 #include "tf_ops/core/registry.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -352,15 +354,24 @@ int32_t Refuse(Registry& r, const std::string& library, const char* what, const 
 }
 
 // A registration record's versions (its first fields, where every SDK ABI keeps them), then
-// its size.
+// its size: at least `least` bytes, the record of the first SDK of this ABI version (fields
+// appended since are absent from older records, abi.h).
 template <typename Def>
-sdk::Status CheckRecord(const Def* def) {
+sdk::Status CheckRecord(const Def* def, size_t least = sizeof(Def)) {
   OTF_REQUIRE(def != nullptr, "no registration record");
   OTF_RETURN_IF_ERROR(CheckVersions(def->sdk_abi_version, def->contract_version, def->abi_flags));
-  OTF_REQUIRE(def->struct_size >= sizeof(Def), "its registration record has ", def->struct_size,
+  OTF_REQUIRE(def->struct_size >= least, "its registration record has ", def->struct_size,
               " bytes, this tf_onthefly's ", sizeof(Def),
               ": rebuild it against this tf_onthefly's headers");
   return sdk::OkStatus();
+}
+
+// A variant's record as this core reads it: the fields an older SDK's record lacks are null
+// (struct_size still says which it had).
+OtfVariantDef VariantRecord(const OtfVariantDef& def) {
+  OtfVariantDef copy{};
+  std::memcpy(&copy, &def, std::min(def.struct_size, sizeof(copy)));
+  return copy;
 }
 
 }  // namespace
@@ -456,6 +467,30 @@ int64_t Configured::ScratchBytes() const {
   return variant->def.scratch_bytes(params.data(), batch.rows());
 }
 
+sdk::Status Configured::CheckSteps(int64_t steps) const {
+  for (size_t i = 0; i < shapes.names.size(); ++i) {
+    const int64_t bytes = batch.rows() * sample_bytes[i];
+    OTF_REQUIRE(bytes == 0 || steps <= kMaxOutputBytes / bytes, generator->name, ": output ",
+                shapes.names[i], " of ", steps, " steps of ", bytes,
+                " bytes each exceeds the per-output cap of ", kMaxOutputBytes,
+                " bytes; pass fewer steps a call");
+  }
+  return sdk::OkStatus();
+}
+
+cudaError_t LaunchSteps(const Variant& variant, const sdk::GpuLaunchArgs& call, int64_t steps) {
+  if (variant.def.launch_gpu_steps != nullptr) return variant.def.launch_gpu_steps(&call, steps);
+  for (int64_t k = 0; k < steps; ++k) {
+    const sdk::CallGeometry g = sdk::StepGeometry(*call.geometry, k);
+    const sdk::SeedAndStep seed_step = sdk::StepSeedAndStep(*call.seed_and_step, k);
+    const sdk::GpuLaunchArgs one{call.params, &g,          &seed_step,
+                                 call.inputs, call.stream, call.scratch};
+    const cudaError_t err = variant.def.launch_gpu(&one);
+    if (err != cudaSuccess) return err;
+  }
+  return cudaSuccess;
+}
+
 std::string Configured::InputRules() const {
   std::string rules;
   for (const sdk::InputSpec& in : shapes.inputs)
@@ -510,7 +545,7 @@ int32_t tf_onthefly_register_variant(const OtfVariantDef* def) {
   const std::string library = LibraryOf(__builtin_return_address(0));
   Registry& r = GetRegistry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  tf_onthefly::sdk::Status s = CheckRecord(def);
+  tf_onthefly::sdk::Status s = CheckRecord(def, offsetof(OtfVariantDef, launch_gpu_steps));
   const char* name = s.ok() ? def->generator : nullptr;
   Generator* g = nullptr;
   for (Generator& candidate : r.generators)
@@ -526,7 +561,7 @@ int32_t tf_onthefly_register_variant(const OtfVariantDef* def) {
                                                g->library);
   }
   Variant v;
-  if (s.ok()) s = BuildVariant(*def, *g, &v);
+  if (s.ok()) s = BuildVariant(VariantRecord(*def), *g, &v);
   if (!s.ok()) return Refuse(r, library, "a variant of", name, s);
   g->variants.push_back(std::move(v));
   return 0;

@@ -60,6 +60,11 @@ struct OTF_CORE_API Variant {
 
   bool Matches(const sdk::Attrs& attrs) const;
   bool has_cpu() const { return def.fill_rows_cpu != nullptr; }
+  // Whether its library's SDK makes calls of several steps (a step vector): its record has
+  // launch_gpu_steps, and its XLA handlers take a step vector.
+  bool takes_steps() const {
+    return def.struct_size >= offsetof(OtfVariantDef, launch_gpu_steps) + sizeof(void*);
+  }
 };
 
 struct OTF_CORE_API Generator {
@@ -103,7 +108,15 @@ struct OTF_CORE_API Configured {
   // The inputs' value rules as the XLA handlers take them (input_rules, input_names).
   std::string InputRules() const;
   std::string InputNames() const;
+  // A call of `steps` steps (a step vector): every output, `steps` times its one-step size,
+  // within the per-output cap.
+  sdk::Status CheckSteps(int64_t steps) const;
 };
+
+// Launches a call of `steps` steps of `variant` (StepGeometry): its launch_gpu_steps, or, for
+// a library built before it, its launch_gpu once per step.
+OTF_CORE_API cudaError_t LaunchSteps(const Variant& variant, const sdk::GpuLaunchArgs& call,
+                                     int64_t steps);
 
 // Runs every attribute check of `variant` (the batch attributes, then the Config's) on
 // `attrs`, then checks the outputs against the cap and the Config against the spec.

@@ -24,7 +24,10 @@ namespace tf_onthefly {
 namespace sdk {
 
 // Bumped whenever a struct below, or a type an entry point takes (Attrs, SampleShapes,
-// Status, CallGeometry, Inputs, SeedAndStep, GpuLaunchArgs, ScratchAllocator), changes.
+// Status, CallGeometry, Inputs, SeedAndStep, GpuLaunchArgs, ScratchAllocator), changes, except
+// for a field appended to a registration record: the core reads a record's struct_size and
+// takes the fields past it as absent (OtfVariantDef's launch_gpu_steps), so libraries built
+// before the field was added still register.
 constexpr uint32_t kSdkAbiVersion = 1;
 
 // What else the two sides of the ABI must agree on: bit 0, the C++11 std::string ABI
@@ -70,6 +73,9 @@ typedef void (*OtfFillRowsCpuFn)(const void* params, const tf_onthefly::sdk::Cal
                                  const tf_onthefly::sdk::Inputs* inputs,
                                  const tf_onthefly::PhiloxKey* keys, int64_t begin, int64_t end);
 typedef cudaError_t (*OtfLaunchGpuFn)(const tf_onthefly::sdk::GpuLaunchArgs* call);
+// launch_gpu_steps launches a call of num_steps steps (LaunchGeneratorSteps, generator.h).
+typedef cudaError_t (*OtfLaunchGpuStepsFn)(const tf_onthefly::sdk::GpuLaunchArgs* call,
+                                           int64_t num_steps);
 typedef int64_t (*OtfScratchBytesFn)(const void* params, int64_t rows);
 
 // One variant of a generator: the generator struct that runs the op's nodes whose type
@@ -93,6 +99,9 @@ typedef struct OtfVariantDef {
   void* xla_host_handler;           // XLA_FFI_Handler* (generator_xla_ffi.h); null: none
   void* xla_cuda_handler;
   int32_t xla_ffi_api_version;  // major * 1000 + minor of the XLA FFI headers; -1: none
+  // Appended; absent (null) in records of libraries built before it: their front ends
+  // launch launch_gpu once per step, and their XLA handlers take one step a call.
+  OtfLaunchGpuStepsFn launch_gpu_steps;
 } OtfVariantDef;
 
 // 0 when registered; otherwise the refusal is kept (with the library's path) for

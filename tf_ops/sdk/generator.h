@@ -301,6 +301,24 @@ struct GpuLaunchArgs {
   const ScratchAllocator* scratch;
 };
 
+// A call of several steps (TensorFlow's ops with a step vector of shape [n]): its outputs
+// hold the n steps' batches one after another ([n, rows, ...]), each the batch a one-step
+// call of that step writes. Step k of such a call, as a one-step call: its step word and
+// its outputs' slices.
+OTF_HD CallGeometry StepGeometry(const CallGeometry& g, int64_t k) {
+  CallGeometry s = g;
+  for (int i = 0; i < kMaxOutputs; ++i) {
+    if (s.base[i] != nullptr)
+      s.base[i] = static_cast<char*>(s.base[i]) + k * g.num_samples * g.sample_bytes[i];
+  }
+  return s;
+}
+OTF_HD SeedAndStep StepSeedAndStep(const SeedAndStep& in, int64_t k) {
+  SeedAndStep s = in;
+  s.step += k;
+  return s;
+}
+
 // Whether Gen is a launcher generator (it defines Launch).
 template <typename Gen, typename = void>
 struct HasGpuLaunch : std::false_type {};
@@ -547,6 +565,12 @@ void FillRowsCpu(const void* params, const CallGeometry* geometry, const Inputs*
 // error that names the op.
 template <typename Gen>
 cudaError_t LaunchGenerator(const GpuLaunchArgs* call);
+
+// The GPU launch of a call of `num_steps` steps (StepGeometry), instantiated beside
+// LaunchGenerator: for a struct generator one launch for all the steps while a step's work
+// indexes in 32 bits, the steps one grid row each; otherwise LaunchGenerator once a step.
+template <typename Gen>
+cudaError_t LaunchGeneratorSteps(const GpuLaunchArgs* call, int64_t num_steps);
 
 }  // namespace sdk
 }  // namespace tf_onthefly

@@ -62,6 +62,16 @@ inline Status CheckScalarShape(const std::vector<int64_t>& shape, const char* na
   return OkStatus();
 }
 
+// The step input of a generator op: an int64 scalar, or (TensorFlow's ops) a vector of n
+// steps, for which every output gains a leading dimension of n: the n steps' batches, each
+// the batch of that step alone (StepGeometry, generator.h).
+constexpr char kStepShapeMessage[] =
+    "step must be an int64 scalar, or a vector of steps of shape [n], got shape ";
+inline Status CheckStepShape(const std::vector<int64_t>& step) {
+  OTF_REQUIRE(step.size() <= 1, kStepShapeMessage, ShapeDebugString(step));
+  return OkStatus();
+}
+
 // A type attribute's value that selects a generator struct, e.g. {"label_dtype", kInt32}.
 struct TypeConstraint {
   const char* attr;

@@ -155,7 +155,8 @@ bool RegisterVariant(const char* op, std::initializer_list<TypeConstraint> types
   def.configure = &ConfigureEntry<Config>;
   if constexpr (HasCpu<Gen>::value) def.fill_rows_cpu = &FillRowsCpu<Gen>;
 #if !defined(OTF_CPU_ONLY)
-  def.launch_gpu = &LaunchGenerator<Gen>;  // defined by OTF_DEFINE_GPU_GENERATOR
+  def.launch_gpu = &LaunchGenerator<Gen>;  // both defined by OTF_DEFINE_GPU_GENERATOR
+  def.launch_gpu_steps = &LaunchGeneratorSteps<Gen>;
 #endif
   if constexpr (HasScratchBytes<Gen>::value) def.scratch_bytes = &ScratchBytesEntry<Gen>;
 #if OTF_HAS_XLA_FFI

@@ -35,11 +35,18 @@ constexpr int kGeneratorBlockThreads = 256;
 // into shared memory, and every thread keeps a copy in registers (the generators index
 // keys with compile-time stream ids). Thread 0 reads the global index of row 0
 // (FirstGlobalSample: the sample offset, if any, is in device memory) beside them.
-template <typename Gen, int V, int K, typename Index>
+//
+// kSteps: a call of several steps (StepGeometry), grid row y making step y's batch; the
+// one-step kernel (kSteps false) is a kernel of its own, untouched by it.
+template <typename Gen, int V, int K, typename Index, bool kSteps>
 __global__ void GeneratorKernel(typename Gen::Params p, CallGeometry g, SeedAndStep seed_step,
                                 Inputs in, Index items_per_sample, Index groups_per_sample,
                                 Index total_groups) {
   constexpr int kStreams = Gen::kNumStreams;
+  if constexpr (kSteps) {
+    g = StepGeometry(g, blockIdx.y);
+    seed_step = StepSeedAndStep(seed_step, blockIdx.y);
+  }
   __shared__ PhiloxKey block_keys[kStreams];
   __shared__ int64_t block_first;
   if (threadIdx.x < kStreams)
@@ -77,10 +84,11 @@ __global__ void GeneratorKernel(typename Gen::Params p, CallGeometry g, SeedAndS
 constexpr int kResidentWaves = 4;
 
 // Launches the kernel with variant V, K items per thread and index type Index: four waves of
-// the blocks resident at once, never more than the units need.
-template <typename Gen, int V, int K, typename Index>
-cudaError_t LaunchUnits(const GpuCall<typename Gen::Params>& call, int64_t items) {
-  constexpr auto kKernel = &GeneratorKernel<Gen, V, K, Index>;
+// the blocks resident at once, never more than the units need; with kSteps, `steps` grid
+// rows (at most kMaxGridRows) sharing those waves.
+template <typename Gen, int V, int K, typename Index, bool kSteps>
+cudaError_t LaunchUnits(const GpuCall<typename Gen::Params>& call, int64_t items, int64_t steps) {
+  constexpr auto kKernel = &GeneratorKernel<Gen, V, K, Index, kSteps>;
   const int64_t groups = (items + K - 1) / K;
   const int64_t total = call.geometry.num_samples * groups;
   int64_t resident = 0;
@@ -88,35 +96,46 @@ cudaError_t LaunchUnits(const GpuCall<typename Gen::Params>& call, int64_t items
   if (err != cudaSuccess) return err;
   const int64_t needed = (total + kGeneratorBlockThreads - 1) / kGeneratorBlockThreads;
   resident *= kResidentWaves;
+  if (kSteps) resident = resident > steps ? resident / steps : 1;
   const int grid = static_cast<int>(needed < resident ? needed : resident);
-  return LaunchKernel(kKernel, dim3(grid), dim3(kGeneratorBlockThreads), 0, call.stream,
-                      call.params, call.geometry, call.seed_and_step, call.inputs, items, groups,
-                      total);
+  return LaunchKernel(kKernel, dim3(grid, kSteps ? static_cast<unsigned>(steps) : 1u),
+                      dim3(kGeneratorBlockThreads), 0, call.stream, call.params, call.geometry,
+                      call.seed_and_step, call.inputs, items, groups, total);
 }
 
-template <typename Gen>
-using UnitLauncher = cudaError_t (*)(const GpuCall<typename Gen::Params>&, int64_t);
+// The most grid rows (steps) one launch of a call of several steps takes: CUDA's limit on
+// gridDim.y.
+constexpr int64_t kMaxGridRows = 65535;
 
-template <typename Gen, int V, typename Index, int K = kMaxItemsPerThread<Gen>>
+template <typename Gen>
+using UnitLauncher = cudaError_t (*)(const GpuCall<typename Gen::Params>&, int64_t, int64_t);
+
+template <typename Gen, int V, typename Index, bool kSteps, int K = kMaxItemsPerThread<Gen>>
 UnitLauncher<Gen> UnitLauncherForK(int items_per_thread) {
   if constexpr (K > 1) {
-    if (items_per_thread < K) return UnitLauncherForK<Gen, V, Index, K / 2>(items_per_thread);
+    if (items_per_thread < K)
+      return UnitLauncherForK<Gen, V, Index, kSteps, K / 2>(items_per_thread);
   }
-  return &LaunchUnits<Gen, V, K, Index>;
+  return &LaunchUnits<Gen, V, K, Index, kSteps>;
 }
 
 // The kernel a call needs: its variant (Gen::Variant), its items per thread
 // (ItemsPerThread), and 64-bit indexing from 2^31 work items on (leaving headroom so that
 // t + stride cannot wrap a uint32_t). The 64-bit kernels take at most 4 items a thread:
 // kernels of 8 are the slowest to compile, one more for every generator type and variant,
-// and calls of 2^31 items (8 GiB of float32 and more) are rare.
-template <typename Gen, int V = 0>
+// and calls of 2^31 items (8 GiB of float32 and more) are rare. The kernels of several steps
+// (kSteps) come in 32-bit indexing only: LaunchGeneratorSteps launches wider steps one by one.
+template <typename Gen, bool kSteps = false, int V = 0>
 UnitLauncher<Gen> UnitLauncherFor(int variant, int items_per_thread, bool wide) {
   if constexpr (V + 1 < NumVariants<Gen>::value) {
-    if (variant != V) return UnitLauncherFor<Gen, V + 1>(variant, items_per_thread, wide);
+    if (variant != V) return UnitLauncherFor<Gen, kSteps, V + 1>(variant, items_per_thread, wide);
   }
-  return wide ? UnitLauncherForK<Gen, V, int64_t, 4>(items_per_thread)
-              : UnitLauncherForK<Gen, V, uint32_t>(items_per_thread);
+  if constexpr (kSteps) {
+    return UnitLauncherForK<Gen, V, uint32_t, true>(items_per_thread);
+  } else {
+    return wide ? UnitLauncherForK<Gen, V, int64_t, false, 4>(items_per_thread)
+                : UnitLauncherForK<Gen, V, uint32_t, false>(items_per_thread);
+  }
 }
 
 template <typename Gen>
@@ -139,8 +158,43 @@ cudaError_t LaunchGenerator(const GpuLaunchArgs* args) {
     if (work_items <= 0) return cudaSuccess;
     const bool wide = work_items >= (int64_t{1} << 31);
     return UnitLauncherFor<Gen>(VariantOf<Gen>(call.params),
-                                ItemsPerThread(items, kMaxItemsPerThread<Gen>), wide)(call, items);
+                                ItemsPerThread(items, kMaxItemsPerThread<Gen>),
+                                wide)(call, items, 1);
   }
+}
+
+template <typename Gen>
+cudaError_t LaunchGeneratorSteps(const GpuLaunchArgs* args, int64_t num_steps) {
+  if constexpr (!HasGpuLaunch<Gen>::value) {
+    const auto& params = *static_cast<const typename Gen::Params*>(args->params);
+    const int64_t items = Gen::ItemsPerSample(params);
+    const int64_t work_items = args->geometry->num_samples * items;
+    if (work_items <= 0 || num_steps <= 0) return cudaSuccess;
+    if (work_items < (int64_t{1} << 31)) {
+      const UnitLauncher<Gen> launch = UnitLauncherFor<Gen, true>(
+          VariantOf<Gen>(params), ItemsPerThread(items, kMaxItemsPerThread<Gen>), false);
+      for (int64_t k = 0; k < num_steps; k += kMaxGridRows) {
+        const CallGeometry g = StepGeometry(*args->geometry, k);
+        const SeedAndStep seed_step = StepSeedAndStep(*args->seed_and_step, k);
+        const GpuCall<typename Gen::Params> call{
+            params, g, seed_step, *args->inputs, args->stream, *args->scratch};
+        const int64_t rows = num_steps - k < kMaxGridRows ? num_steps - k : kMaxGridRows;
+        const cudaError_t err = launch(call, items, rows);
+        if (err != cudaSuccess) return err;
+      }
+      return cudaSuccess;
+    }
+  }
+  // A launcher generator, or steps of 2^31 work items and more: a launch a step.
+  for (int64_t k = 0; k < num_steps; ++k) {
+    const CallGeometry g = StepGeometry(*args->geometry, k);
+    const SeedAndStep seed_step = StepSeedAndStep(*args->seed_and_step, k);
+    const GpuLaunchArgs step{args->params, &g,           &seed_step,
+                             args->inputs, args->stream, args->scratch};
+    const cudaError_t err = LaunchGenerator<Gen>(&step);
+    if (err != cudaSuccess) return err;
+  }
+  return cudaSuccess;
 }
 
 }  // namespace sdk
@@ -148,8 +202,10 @@ cudaError_t LaunchGenerator(const GpuLaunchArgs* args) {
 
 // Instantiates the GPU launch of generator `Gen` (a type; may be a template-id), at
 // namespace scope.
-#define OTF_DEFINE_GPU_GENERATOR(...)                                  \
-  template cudaError_t tf_onthefly::sdk::LaunchGenerator<__VA_ARGS__>( \
-      const ::tf_onthefly::sdk::GpuLaunchArgs*)
+#define OTF_DEFINE_GPU_GENERATOR(...)                                       \
+  template cudaError_t tf_onthefly::sdk::LaunchGenerator<__VA_ARGS__>(      \
+      const ::tf_onthefly::sdk::GpuLaunchArgs*);                            \
+  template cudaError_t tf_onthefly::sdk::LaunchGeneratorSteps<__VA_ARGS__>( \
+      const ::tf_onthefly::sdk::GpuLaunchArgs*, int64_t)
 
 #endif  // TF_ONTHEFLY_SDK_GENERATOR_GPU_CU_H_

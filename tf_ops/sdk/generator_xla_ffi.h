@@ -6,13 +6,16 @@
 //
 // Under XLA the outputs are the other kernels' bit for bit: the handlers run the same code
 // (FillRowsCpu, LaunchGenerator) on the same Params. The custom call:
-//   operands  seed (int64 [] or [2]), step (int64 []), then, with sample_offset = 1, the
+//   operands  seed (int64 [] or [2]), step (int64 [], or [n]: a call of n steps, whose
+//             outputs hold the n steps' batches one after another, StepGeometry), then,
+//             with sample_offset = 1, the
 //             call's sample offset (int64 [], added to first_sample; on the GPU read only
 //             on the device), then the generator's own inputs; seed, step and offset may
 //             also come as uint32 halves of their words (CheckWords);
-//   results   the op's outputs (every output's dimension 0 is the call's rows), then, with
-//             scratch_bytes > 0, one u8 buffer of ScratchBufferBytes(scratch_bytes) bytes
-//             that the CUDA handler serves the launch's scratch requests from;
+//   results   the op's outputs (every output's dimension 0 is the call's rows times its
+//             steps), then, with scratch_bytes > 0, one u8 buffer of n times
+//             ScratchBufferBytes(scratch_bytes) bytes that the CUDA handler serves the
+//             launches' scratch requests from;
 //   attributes batch_size, first_sample (i64), params (the Params' bytes, array<i8>), op (the
 //             op's name, for errors), input_names (comma-separated) and input_rules (their
 //             ValueRules' bytes, array<i8>), scratch_bytes and sample_offset (i64).
@@ -65,6 +68,7 @@ struct Call {
   ElementKind kinds[kMaxInputs] = {};
   char* scratch = nullptr;
   int64_t scratch_size = 0;
+  int64_t num_steps = 1;
 };
 
 inline ElementKind KindOf(ffi::DataType type) {
@@ -83,7 +87,7 @@ inline ElementKind KindOf(ffi::DataType type) {
 // Seed, step and sample offset are 64-bit words (one, or two for a seed pair): int64 or
 // uint64 elements, or, where the caller has no 64-bit types (JAX without jax_enable_x64),
 // int32 or uint32 elements in pairs, the two little-endian halves of each word (the same
-// bytes). Their bytes are read as int64 where the kernel runs.
+// bytes). Their bytes are read as int64 where the kernel runs. most_words 0: any number.
 inline ffi::Error CheckWords(const ffi::AnyBuffer& b, std::string_view what, size_t most_words,
                              std::string_view op) {
   const ffi::DataType t = b.element_type();
@@ -91,11 +95,11 @@ inline ffi::Error CheckWords(const ffi::AnyBuffer& b, std::string_view what, siz
                        t == ffi::DataType::S32 || t == ffi::DataType::U32;
   const size_t bytes = b.size_bytes();
   if (!integer || bytes == 0 || bytes % sizeof(int64_t) != 0 ||
-      bytes > most_words * sizeof(int64_t)) {
-    return OpError(
-        ffi::ErrorCode::kInvalidArgument, op,
-        StrCat(what, " must be ", most_words == 1 ? "one" : "one or two", " 64-bit word",
-               most_words == 1 ? "" : "s", " (int64, or uint32 halves), got ", bytes, " bytes"));
+      (most_words > 0 && bytes > most_words * sizeof(int64_t))) {
+    const char* count = most_words == 0 ? "one or more" : most_words == 1 ? "one" : "one or two";
+    return OpError(ffi::ErrorCode::kInvalidArgument, op,
+                   StrCat(what, " must be ", count, " 64-bit word", most_words == 1 ? "" : "s",
+                          " (int64, or uint32 halves), got ", bytes, " bytes"));
   }
   return ffi::Error::Success();
 }
@@ -112,6 +116,8 @@ ffi::Error Decode(ffi::AnyBuffer seed, ffi::AnyBuffer step, ffi::RemainingArgs& 
   if (rets.size() < scratches || rets.size() - scratches > static_cast<size_t>(kMaxOutputs) ||
       args.size() < offsets || args.size() - offsets > static_cast<size_t>(kMaxInputs))
     return OpError(ffi::ErrorCode::kInternal, op, "more custom-call operands than the SDK holds");
+  if (auto e = CheckWords(step, "step", 0, op); e.failure()) return e;
+  call->num_steps = static_cast<int64_t>(step.size_bytes() / sizeof(int64_t));
   CallGeometry& g = call->g;
   for (size_t i = 0; i < rets.size(); ++i) {
     auto out = rets.get<ffi::AnyBuffer>(i);
@@ -122,15 +128,17 @@ ffi::Error Decode(ffi::AnyBuffer seed, ffi::AnyBuffer step, ffi::RemainingArgs& 
       continue;
     }
     const auto dims = (*out)->dimensions();
-    if (i == 0) g.num_samples = dims.size() == 0 ? 0 : dims[0];
+    const int64_t rows = dims.size() == 0 ? 0 : dims[0];  // the steps' rows
+    if (rows % call->num_steps != 0)
+      return OpError(ffi::ErrorCode::kInternal, op,
+                     "outputs' rows are not a whole number of steps");
+    if (i == 0) g.num_samples = rows / call->num_steps;
     g.base[i] = (*out)->untyped_data();
-    g.sample_bytes[i] =
-        g.num_samples > 0 ? static_cast<int64_t>((*out)->size_bytes()) / g.num_samples : 0;
+    g.sample_bytes[i] = rows > 0 ? static_cast<int64_t>((*out)->size_bytes()) / rows : 0;
   }
   g.batch_size = batch_size;
   g.first_sample = first_sample;
   if (auto e = CheckWords(seed, "seed", 2, op); e.failure()) return e;
-  if (auto e = CheckWords(step, "step", 1, op); e.failure()) return e;
   call->seed_step = SeedAndStep{static_cast<const int64_t*>(seed.untyped_data()),
                                 static_cast<int64_t>(seed.size_bytes() / sizeof(int64_t)),
                                 static_cast<const int64_t*>(step.untyped_data()), nullptr};
@@ -160,18 +168,21 @@ ffi::Error Decode(ffi::AnyBuffer seed, ffi::AnyBuffer step, ffi::RemainingArgs& 
 // reference to this state. (A reference count and a yielding wait rather than shared_ptr and
 // condition_variable: with gcc 12's headers those import GLIBC_2.32 and GLIBCXX_3.4.30, past
 // the wheel's manylinux_2_24 promise, docs/packaging.md.)
+// A call of several steps has chunks_per_step chunks a step, each step its own keys.
 template <typename Gen>
 struct HostRows {
   Call<Gen> call;
-  PhiloxKey keys[Gen::kNumStreams] = {};
-  int64_t chunk_rows = 1, chunks = 1;
+  std::vector<PhiloxKey> keys;  // Gen::kNumStreams a step
+  int64_t chunk_rows = 1, chunks_per_step = 1, chunks = 1;
   std::atomic<int64_t> next{0}, done{0};
   std::atomic<int> refs{1};
 
   void Work() {
     for (int64_t c = next.fetch_add(1); c < chunks; c = next.fetch_add(1)) {
-      const int64_t begin = c * chunk_rows;
-      FillRowsCpu<Gen>(&call.params, &call.g, &call.in, keys, begin,
+      const int64_t step = c / chunks_per_step;
+      const int64_t begin = (c - step * chunks_per_step) * chunk_rows;
+      const CallGeometry g = StepGeometry(call.g, step);
+      FillRowsCpu<Gen>(&call.params, &g, &call.in, keys.data() + step * Gen::kNumStreams, begin,
                        std::min(call.g.num_samples, begin + chunk_rows));
       done.fetch_add(1);
     }
@@ -226,14 +237,22 @@ ffi::Error RunHost(ffi::ThreadPool pool, ffi::AnyBuffer seed, ffi::AnyBuffer ste
       rows->Release();
       return e;
     }
-    for (int s = 0; s < Gen::kNumStreams; ++s) rows->keys[s] = StreamKey(call.seed_step, s);
+    rows->keys.resize(call.num_steps * Gen::kNumStreams);
+    for (int64_t k = 0; k < call.num_steps; ++k) {
+      const SeedAndStep seed_step = StepSeedAndStep(call.seed_step, k);
+      for (int s = 0; s < Gen::kNumStreams; ++s)
+        rows->keys[k * Gen::kNumStreams + s] = StreamKey(seed_step, s);
+    }
     int64_t bytes = 0;
     for (int i = 0; i < kMaxOutputs; ++i) bytes += call.g.sample_bytes[i] * call.g.num_samples;
     const int64_t threads =
-        bytes < kHostParallelBytes ? 1 : std::max<int64_t>(1, pool.num_threads());
-    rows->chunks = std::min(call.g.num_samples, 4 * threads);  // a few per thread, for balance
-    rows->chunk_rows = (call.g.num_samples + rows->chunks - 1) / rows->chunks;
-    rows->chunks = (call.g.num_samples + rows->chunk_rows - 1) / rows->chunk_rows;
+        bytes * call.num_steps < kHostParallelBytes ? 1 : std::max<int64_t>(1, pool.num_threads());
+    // A few chunks per thread, for balance; at least one a step.
+    const int64_t per_step = std::max<int64_t>(1, 4 * threads / call.num_steps);
+    rows->chunks_per_step = std::min(call.g.num_samples, per_step);
+    rows->chunk_rows = (call.g.num_samples + rows->chunks_per_step - 1) / rows->chunks_per_step;
+    rows->chunks_per_step = (call.g.num_samples + rows->chunk_rows - 1) / rows->chunk_rows;
+    rows->chunks = rows->chunks_per_step * call.num_steps;
     for (int64_t t = 1; t < std::min(threads, rows->chunks); ++t) {
       rows->refs.fetch_add(1);
       pool.Schedule([rows] {
@@ -286,7 +305,8 @@ ffi::Error RunCuda(cudaStream_t stream, ffi::ScratchAllocator scratch, ffi::AnyB
                                          ? ScratchAllocator(&BufferScratch::Allocate, &buffer)
                                          : ScratchAllocator(&XlaScratch::Allocate, &xla_scratch);
   const GpuLaunchArgs launch{&call.params, &call.g, &call.seed_step, &call.in, stream, &allocator};
-  const cudaError_t err = LaunchGenerator<Gen>(&launch);
+  const cudaError_t err = call.num_steps == 1 ? LaunchGenerator<Gen>(&launch)
+                                              : LaunchGeneratorSteps<Gen>(&launch, call.num_steps);
   if (buffer.refused_bytes >= 0) return FromStatus(ScratchBufferRefusal(op, buffer));
   if (xla_scratch.refused_bytes >= 0) {
     return OpError(ffi::ErrorCode::kResourceExhausted, op,
@@ -301,7 +321,7 @@ template <typename Binding>
 auto BindCall(Binding binding) {
   return std::move(binding)
       .template Arg<ffi::AnyBuffer>()  // seed, one or two words (CheckWords)
-      .template Arg<ffi::AnyBuffer>()  // step, one word
+      .template Arg<ffi::AnyBuffer>()  // step, one word a step
       .RemainingArgs()                 // [sample offset], the generator's inputs
       .RemainingRets()                 // the op's outputs, [scratch]
       .template Attr<int64_t>("first_sample")

@@ -2,9 +2,11 @@
 // core's registry, an op registered from its spec strings (REGISTER_OP's own syntax, the
 // SDK's common inputs and attributes first), the SDK's shape function, and CPU and GPU
 // kernels that run the variant's entry points; its XLA kernel is generator_xla.cc. Generic:
-// no generator is named here. The ops of the core's own generators are registered when the
-// op library loads; tf_onthefly_register_tensorflow_ops registers those of generators a
-// library added to the core later.
+// no generator is named here. A step vector of shape [n] makes the n steps' batches in one
+// call, stacked along a new leading dimension (sdk::StepGeometry): on the GPU one launch
+// for all of them where the generator's library has launch_gpu_steps. The ops of the core's own
+// generators are registered when the op library loads; tf_onthefly_register_tensorflow_ops
+// registers those of generators a library added to the core later.
 //
 // The launch path, Python to CUDA: the op's Python wrapper -> GeneratorOp::Compute -> the
 // variant's launch_gpu (sdk::LaunchGenerator<Gen>, resolved once, in the kernel's
@@ -16,6 +18,7 @@
 #define EIGEN_USE_GPU
 #endif
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -54,7 +57,7 @@ absl::Status ShapeFn(InferenceContext* c, const core::Generator* g) {
   core::Configured cfg;
   TF_RETURN_IF_ERROR(ToTf(core::Configure(v != nullptr ? *v : g->variants[0], attrs, &cfg)));
   TF_RETURN_IF_ERROR(SeedShape(c, 0));
-  TF_RETURN_IF_ERROR(ScalarShape(c, 1, "step"));
+  TF_RETURN_IF_ERROR(StepShape(c, 1));
   TF_RETURN_IF_ERROR(ScalarShape(c, 2, "first_sample"));
   const int64_t rows = cfg.batch.rows();
   for (size_t i = 0; i < cfg.shapes.inputs.size(); ++i) {
@@ -65,10 +68,17 @@ absl::Status ShapeFn(InferenceContext* c, const core::Generator* g) {
     TF_RETURN_IF_ERROR(
         ToTf(sdk::CheckInputShape(cfg.shapes.inputs[i], c->RankKnown(input), dims, rows)));
   }
+  const auto step = c->input(1);
   for (int i = 0; i < c->num_outputs(); ++i) {
     std::vector<tensorflow::shape_inference::DimensionHandle> dims;
     for (int64_t d : cfg.OutputShape(i)) dims.push_back(c->MakeDim(d));
-    c->set_output(i, c->MakeShape(dims));
+    auto shape = c->MakeShape(dims);
+    if (!c->RankKnown(step)) {
+      shape = c->UnknownShape();  // a scalar or a vector: the rank is not known either
+    } else if (c->Rank(step) == 1) {
+      TF_RETURN_IF_ERROR(c->Concatenate(c->Vector(c->Dim(step, 0)), shape, &shape));
+    }
+    c->set_output(i, shape);
   }
   return absl::OkStatus();
 }
@@ -135,8 +145,11 @@ class GeneratorOp : public tensorflow::OpKernel {
     const tensorflow::Tensor& step = ctx->input(1);
     const tensorflow::Tensor& first = ctx->input(2);
     OP_REQUIRES_OK(ctx, CheckSeedShape(seed.shape()));
-    OP_REQUIRES_OK(ctx, CheckScalarShape(step.shape(), "step"));
+    OP_REQUIRES_OK(ctx, CheckStepShape(step.shape()));
     OP_REQUIRES_OK(ctx, CheckScalarShape(first.shape(), "first_sample"));
+    const bool steps_vector = step.dims() == 1;
+    const int64_t steps = step.NumElements();
+    OP_REQUIRES_OK(ctx, ToTf(cfg_.CheckSteps(steps)));
     // first_sample is in host memory on every device: its range check must be exact, and an
     // error, which a value read only on the GPU could not be.
     const int64_t first_sample = first.dtype() == tensorflow::DT_INT32
@@ -167,27 +180,40 @@ class GeneratorOp : public tensorflow::OpKernel {
     g.num_samples = cfg_.batch.rows();
     g.first_sample = first_sample;
     for (int i = 0; i < ctx->num_outputs(); ++i) {
+      tensorflow::TensorShape shape = out_shapes_[i];
+      if (steps_vector) shape.InsertDim(0, steps);
       tensorflow::Tensor* out = nullptr;
-      OP_REQUIRES_OK(
-          ctx, AllocateOutput(ctx, i, out_shapes_[i], type_string(), cfg_.shapes.names[i], &out));
+      OP_REQUIRES_OK(ctx, AllocateOutput(ctx, i, shape, type_string(), cfg_.shapes.names[i], &out));
       g.base[i] = out->data();
       g.sample_bytes[i] = cfg_.sample_bytes[i];
     }
-    if (g.num_samples == 0) return;  // an empty shard: nothing to write
+    if (g.num_samples == 0 || steps == 0) return;  // an empty shard, or no step: nothing to write
     // On the CPU these point to host memory; on the GPU (no HostMemory("seed"/"step") in the
     // kernel registration) to device memory, read only by the kernels. TensorFlow's
     // first_sample is a host value: no sample offset.
     const sdk::SeedAndStep seed_step{seed.flat<int64_t>().data(), seed.NumElements(),
                                      step.flat<int64_t>().data(), nullptr};
     if constexpr (kOnCpu) {
-      PhiloxKey keys[sdk::kMaxStreams];
-      for (int s = 0; s < cfg_.variant->def.num_streams; ++s)
-        keys[s] = sdk::StreamKey(seed_step, s);
+      // Each step's keys, then the steps' rows as one range: row r of the range is row
+      // r % rows of step r / rows.
+      const int streams = cfg_.variant->def.num_streams;
+      std::vector<PhiloxKey> keys(steps * streams);
+      for (int64_t k = 0; k < steps; ++k) {
+        const sdk::SeedAndStep at = sdk::StepSeedAndStep(seed_step, k);
+        for (int s = 0; s < streams; ++s) keys[k * streams + s] = sdk::StreamKey(at, s);
+      }
+      const int64_t rows = g.num_samples;
       auto work = [&](int64_t begin, int64_t end) {
-        fill_rows_(cfg_.params.data(), &g, &in, keys, begin, end);
+        while (begin < end) {
+          const int64_t k = begin / rows, first = begin - k * rows;
+          const int64_t last = std::min(rows, first + (end - begin));
+          const sdk::CallGeometry at = sdk::StepGeometry(g, k);
+          fill_rows_(cfg_.params.data(), &at, &in, keys.data() + k * streams, first, last);
+          begin += last - first;
+        }
       };
       auto* workers = ctx->device()->tensorflow_cpu_worker_threads();
-      tensorflow::Shard(workers->num_threads, workers->workers, g.num_samples, cost_per_sample_,
+      tensorflow::Shard(workers->num_threads, workers->workers, steps * rows, cost_per_sample_,
                         work);
     } else {
       OP_REQUIRES(ctx, launch_ != nullptr,
@@ -198,7 +224,8 @@ class GeneratorOp : public tensorflow::OpKernel {
       const sdk::GpuLaunchArgs call{
           cfg_.params.data(), &g, &seed_step, &in, ctx->eigen_device<Eigen::GpuDevice>().stream(),
           &allocator};
-      const cudaError_t err = launch_(&call);
+      const cudaError_t err =
+          steps_vector ? core::LaunchSteps(*cfg_.variant, call, steps) : launch_(&call);
       OP_REQUIRES_OK(ctx, scratch.status());
       OP_REQUIRES_OK(ctx, ToTf(sdk::GpuLaunchStatus(err, type_string())));
     }

@@ -7,6 +7,11 @@
 // Scratch memory under XLA on a GPU: a variant whose generator says how much a call asks for
 // (ScratchBytes) gets it as one more result of the custom call, a u8 buffer sized here when
 // the op is compiled, which the CUDA handler serves the launch's requests from.
+//
+// A step vector of n steps (its length known when XLA compiles, as every shape is) is one
+// custom call whose outputs hold the n batches one after another, [n * rows, ...], reshaped
+// here to [n, rows, ...]: a free view. A library built before calls of several steps existed
+// has handlers that take one step: its op takes a scalar step only under XLA.
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -67,13 +72,10 @@ class GeneratorXlaOp : public tensorflow::XlaOpKernel {
     for (int i = 0; i < ctx->num_outputs(); ++i) {
       xla::PrimitiveType type;
       OP_REQUIRES_OK(ctx, tensorflow::DataTypeToPrimitiveType(ctx->output_type(i), &type));
-      outputs_.push_back(xla::ShapeUtil::MakeShape(type, cfg_.OutputShape(i)));
+      types_.push_back(type);
     }
     if (gpu) scratch_bytes_ = cfg_.ScratchBytes();
-    if (scratch_bytes_ > 0) {
-      outputs_.push_back(
-          xla::ShapeUtil::MakeShape(xla::U8, {sdk::ScratchBufferBytes(scratch_bytes_)}));
-    }
+    steps_in_one_call_ = v->takes_steps();
   }
 
   void Compile(tensorflow::XlaOpKernelContext* ctx) override {
@@ -83,7 +85,26 @@ class GeneratorXlaOp : public tensorflow::XlaOpKernel {
     OP_REQUIRES_OK(ctx, ctx->ConstantInputAsIntScalar("first_sample", &first_sample));
     OP_REQUIRES_OK(ctx, ToTf(cfg_.batch.CheckFirstSample(first_sample)));
     OP_REQUIRES_OK(ctx, CheckSeedShape(ctx->InputShape("seed")));
-    OP_REQUIRES_OK(ctx, CheckScalarShape(ctx->InputShape("step"), "step"));
+    const tensorflow::TensorShape step = ctx->InputShape("step");
+    OP_REQUIRES_OK(ctx, CheckStepShape(step));
+    const int64_t steps = step.num_elements();
+    OP_REQUIRES_OK(ctx, ToTf(cfg_.CheckSteps(steps)));
+    OP_REQUIRES(ctx, step.dims() == 0 || steps_in_one_call_,
+                absl::UnimplementedError(absl::StrCat(
+                    cfg_.generator->name,
+                    ": a vector of steps under XLA needs its generator's library rebuilt against "
+                    "this tf_onthefly's headers; pass one step a call")));
+    // The custom call's outputs: every step's rows, one step after another.
+    std::vector<xla::Shape> outputs;
+    for (int i = 0; i < ctx->num_outputs(); ++i) {
+      std::vector<int64_t> dims = cfg_.OutputShape(i);
+      dims[0] *= steps;
+      outputs.push_back(xla::ShapeUtil::MakeShape(types_[i], dims));
+    }
+    if (scratch_bytes_ > 0) {
+      outputs.push_back(
+          xla::ShapeUtil::MakeShape(xla::U8, {steps * sdk::ScratchBufferBytes(scratch_bytes_)}));
+    }
     std::vector<xla::XlaOp> operands = {ctx->Input(0), ctx->Input(1)};
     for (size_t i = 0; i < cfg_.shapes.inputs.size(); ++i) {
       const int index = sdk::kCommonInputs + static_cast<int>(i);
@@ -99,17 +120,26 @@ class GeneratorXlaOp : public tensorflow::XlaOpKernel {
                      ", op = \"", cfg_.generator->name, "\", params = ", ByteArray(cfg_.params),
                      ", sample_offset = 0 : i64, scratch_bytes = ", scratch_bytes_, " : i64}");
     const xla::XlaOp call = xla::CustomCall(
-        ctx->builder(), cfg_.variant->xla_target, operands,
-        xla::ShapeUtil::MakeTupleShape(outputs_), config, /*has_side_effect=*/false,
+        ctx->builder(), cfg_.variant->xla_target, operands, xla::ShapeUtil::MakeTupleShape(outputs),
+        config, /*has_side_effect=*/false,
         /*output_operand_aliasing=*/{}, /*literal=*/nullptr, xla::CustomCallSchedule::SCHEDULE_NONE,
         xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
-    for (int i = 0; i < ctx->num_outputs(); ++i) ctx->SetOutput(i, xla::GetTupleElement(call, i));
+    for (int i = 0; i < ctx->num_outputs(); ++i) {
+      xla::XlaOp out = xla::GetTupleElement(call, i);
+      if (step.dims() == 1) {
+        std::vector<int64_t> dims = cfg_.OutputShape(i);
+        dims.insert(dims.begin(), steps);
+        out = xla::Reshape(out, dims);
+      }
+      ctx->SetOutput(i, out);
+    }
   }
 
  private:
   core::Configured cfg_;
-  std::vector<xla::Shape> outputs_;
+  std::vector<xla::PrimitiveType> types_;
   int64_t scratch_bytes_ = 0;
+  bool steps_in_one_call_ = false;
 };
 
 OpKernel* CreateGeneratorXlaOp(OpKernelConstruction* ctx) { return new GeneratorXlaOp(ctx); }

@@ -63,7 +63,7 @@ keywords `first_sample`, `num_samples`, `name`. `tf_onthefly.GENERATORS` lists e
 | argument | kind | meaning |
 | --- | --- | --- |
 | `seed` | input, int64 `[]` or `[2]` | the data seed; `s` means `(s, 0)`; each word read as unsigned 64-bit (Python ints in `[-2**63, 2**64)`) |
-| `step` | input, int64 `[]` | the training step, a 64-bit word like `seed` |
+| `step` | input, int64 `[]` or `[n]` | the training step, a 64-bit word like `seed`; a vector of n steps makes their n batches in one call (below) |
 | `first_sample` | input, int32 or int64 `[]` (attribute `Tindex`), host memory | global index of row 0 of the outputs, in `[0, batch_size - num_samples]`; a compile-time constant under XLA. The wrappers pass a value known when tracing (a Python integer, a constant) below 2^31 as an int32 constant on the op's device (TensorFlow keeps it in host memory there), so a step on the GPU has no node on the host |
 | `batch_size` | attr, int >= 1 | samples in the step's global batch |
 | `num_samples` | attr, int | rows produced (`None`/-1: the whole batch) |
@@ -76,6 +76,14 @@ the host) and XLA (`jit_compile`: a custom call to the same code, bit-identical 
 that XLA may record into its CUDA graphs; in the op libraries for TensorFlow 2.20 and
 newer). Not differentiable. An empty shard (`num_samples=0`) allocates empty outputs and
 launches nothing.
+
+**Several steps a call**: with `step` a vector of n steps, every output gains a leading
+dimension of n, `[n, num_samples] + per-sample shape`, and holds the n steps' batches, each
+bit for bit the batch that step alone gives; the op's tensor inputs serve every step. On a GPU a struct generator writes them in one
+launch (a grid row a step), a launcher generator in a launch a step; under XLA it is one
+custom call. `GeneratorModel` uses it to make an execution's batches in one call
+(docs/training.md, "Many steps per call"). A generator library built before this existed
+takes a step vector eagerly (a launch a step) but not under XLA, where it says so.
 
 **Cap**: one output may hold at most 2^36 bytes (64 GiB); larger requests are refused
 before any allocation.

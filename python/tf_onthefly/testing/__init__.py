@@ -188,7 +188,7 @@ class GeneratorContract:
         cases = [
             (dict(batch_size=0), "batch_size must be >= 1, got 0"),
             (dict(seed=[1, 2, 3]), "seed must be an int64 scalar or an int64 pair of shape [2], got shape [3]"),
-            (dict(step=[1, 2]), "step must be an int64 scalar, got shape [2]"),
+            (dict(step=[[1, 2]]), "step must be an int64 scalar, or a vector of steps of shape [n], got shape [1,2]"),
             (
                 dict(first_sample=2, num_samples=self.batch_size),
                 "first_sample must be in [0, batch_size - num_samples]",
@@ -322,6 +322,31 @@ class GeneratorContract:
             for f in compiled:
                 self.assertBitsEqual(f(), expected, msg=f"scale {scale}")
         self.assertLen(traces, len(compiled))
+
+    def test_contract_step_vector(self):
+        """A vector of n steps gives the n steps' batches in one call, stacked along a new
+        first dimension, each bit for bit the batch of its step alone: on the test's device,
+        for a shard, with no step, traced, and under jit_compile (one XLA custom call)."""
+        n = self.batch_size
+        steps = [11, 12, 2**64 - 1, 0, 12]
+        for kw in [dict(), dict(first_sample=3, num_samples=n - 5), dict(first_sample=n, num_samples=0)]:
+            alone = [self.generate(n, [5, 6], s, **kw) for s in steps]
+            stacked = self.generate(n, [5, 6], steps, **kw)
+            self.assertEqual(len(stacked), len(alone[0]))
+            for out, first in zip(stacked, alone[0]):
+                self.assertEqual(out.shape.as_list(), [len(steps)] + first.shape.as_list())
+            self.assertBitsEqual(
+                [t for out in stacked for t in out], [a[i] for i in range(len(stacked)) for a in alone], msg=str(kw)
+            )
+        none = self.generate(n, 1, tf.zeros([0], tf.int64))
+        traced = tf.function(lambda s: self.generate(n, 1, s)).get_concrete_function(tf.TensorSpec([None], tf.int64))
+        for e, spec, t in zip(none, traced.structured_outputs, self.generate(n, 1, 0)):
+            self.assertEqual(e.shape.as_list(), [0] + list(t.shape))
+            self.assertEqual(spec.shape.as_list(), [None] + list(t.shape))
+        if _load.HAS_XLA:
+            step = tf.Variable(steps[:2], dtype=tf.int64)
+            xla = tf.function(lambda: self.generate(n, [5, 6], step.read_value()), jit_compile=True)()
+            self.assertBitsEqual(xla, self.generate(n, [5, 6], steps[:2]), msg="XLA")
 
     def test_contract_xla_equals_tf_kernels(self):
         """Under tf.function(jit_compile=True) the op runs as an XLA custom call (the SDK's FFI

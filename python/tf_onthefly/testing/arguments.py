@@ -71,7 +71,8 @@ def one_of(values, invalid=()):
     return Arg(st.sampled_from(values), st.sampled_from(list(invalid) or list(values)))
 
 
-# Seeds and steps are 64-bit words, given as ints or pairs.
+# Seeds and steps are 64-bit words, given as ints or pairs (a step vector, valid too, has a
+# contract check of its own: test_contract_step_vector).
 WORD = st.integers(-(2**63), 2**64 - 1)
 COMMON = dict(
     seed=Arg(
@@ -79,7 +80,11 @@ COMMON = dict(
         st.lists(st.integers(0, 9), min_size=0, max_size=3).filter(lambda l: len(l) != 2)
         | st.sampled_from([2**64, -(2**63) - 1, 1.5, [1.0, 2.0]]),
     ),
-    step=Arg(WORD, st.lists(st.integers(0, 5), min_size=1, max_size=2) | st.sampled_from([2**64, 2.0])),
+    step=Arg(
+        WORD,
+        st.lists(st.lists(st.integers(0, 5), min_size=1, max_size=2), min_size=1, max_size=2)
+        | st.sampled_from([2**64, 2.0, [3, 2**64]]),
+    ),
 )
 
 
