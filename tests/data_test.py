@@ -276,6 +276,46 @@ class XlaTrainingTest(device_util.DeviceTestCase):
         inner = {n.op for f in graph.library.function for n in f.node_def}
         self.assertIn("OnTheFly>TeacherTask", inner)
 
+    def test_xla_steps_in_one_call(self):
+        """With XLA and steps_per_execution=4, GeneratorModel makes an execution's four batches
+        in one generator call (steps_in_one_call "auto", a vector of four steps): the same
+        batches as a call a step, so the same weights and data_step. A generator that does not
+        stack a step vector's batches trains a call a step under "auto" and is refused under
+        True."""
+        ones = {}
+        for mode in ("auto", False):
+            model = compile_(
+                data.GeneratorModel(make_model(), teacher, steps_in_one_call=mode),
+                jit_compile=True,
+                steps_per_execution=4,
+            )
+            self.assertEqual(model._generates_steps_in_one_call(4), mode == "auto")
+            fit(model, 2, steps=8)
+            self.assertEqual(int(model.data_step.numpy()), 16)
+            ones[mode] = model.get_weights()
+        for a, b in zip(ones["auto"], ones[False]):
+            if device_util.device() == "cpu":
+                self.assertAllEqual(a, b)
+            else:  # the batches are the same; XLA's GPU reductions need not be bit-reproducible
+                self.assertAllClose(a, b, rtol=1e-5, atol=1e-6)
+
+        def one_batch(step):  # a vector of steps gets one batch, not one a step
+            return teacher(tf.reduce_max(step))
+
+        model = compile_(data.GeneratorModel(make_model(), one_batch), jit_compile=True, steps_per_execution=4)
+        self.assertFalse(model._generates_steps_in_one_call(4))
+        fit(model, 1, steps=4)
+        self.assertEqual(int(model.data_step.numpy()), 4)
+        model = compile_(
+            data.GeneratorModel(make_model(), one_batch, steps_in_one_call=True),
+            jit_compile=True,
+            steps_per_execution=4,
+        )
+        with self.assertRaisesRegex(ValueError, "steps_in_one_call=True.*each step's batch, stacked"):
+            fit(model, 1, steps=4)
+        with self.assertRaisesRegex(ValueError, "steps_in_one_call must be 'auto', True or False"):
+            data.GeneratorModel(make_model(), teacher, steps_in_one_call="yes")
+
     def test_run_steps_under_xla(self):
         """A DataPosition loop compiled by XLA (where the generator's launch may sit in a
         CUDA graph with the loop's other kernels) generates the batches of the plain loop,

@@ -458,6 +458,12 @@ def _loop_count(num_steps, what):
             return tf.cast(tf.minimum(wide, 2**31 - 1), tf.int32)
 
 
+# The most bytes one generator call makes for GeneratorModel's steps_in_one_call="auto": an
+# execution's batches live together until its last step. Small batches are the ones whose
+# step a launch a step costs (docs/training.md, "Many steps per call").
+STEPS_IN_ONE_CALL_BYTES = 256 << 20
+
+
 class GeneratorModel(tf.keras.Model):
     """Wraps any Keras model so model.fit trains on batches generated inside the step.
 
@@ -468,6 +474,16 @@ class GeneratorModel(tf.keras.Model):
       eval_generator: the same for evaluate()/validation, called with the step numbers the
         validation dataset yields (device_dataset(n) gives 0..n-1). Default: generator.
       start_step: the first data step of a fresh run.
+      steps_in_one_call: with steps_per_execution > 1 under XLA (jit_compile, no
+        tf.distribute strategy), make an execution's batches in one generator call,
+        `generator(steps)` with the vector of its steps, and give step k the k-th batch:
+        the same batches as a call a step, one GPU launch for them all, which small
+        batches feel (docs/training.md, "Many steps per call"). "auto" (default): where the
+        generator gives, for a vector of two steps, each output stacked along a new first
+        dimension, bit for bit the two steps' batches (every tf_onthefly generator op
+        does, and a function that only calls them), and the execution's batches fit
+        STEPS_IN_ONE_CALL_BYTES; checked once, when the train function is made. True: the
+        same, and a generator that fails the check is refused. False: a call a step.
 
     `data_step` (a non-trainable int64 model weight) is the position in the data: saved
     and restored with the model by tf.train.Checkpoint and BackupAndRestore. predict()
@@ -480,12 +496,18 @@ class GeneratorModel(tf.keras.Model):
         generator: Callable,
         eval_generator: Optional[Callable] = None,
         start_step: int = 0,
+        steps_in_one_call="auto",
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if steps_in_one_call not in ("auto", True, False):
+            raise ValueError(
+                f"GeneratorModel: steps_in_one_call must be 'auto', True or False, got {steps_in_one_call!r}"
+            )
         self.model = model
         self.generator = generator
         self.eval_generator = eval_generator or generator
+        self.steps_in_one_call = steps_in_one_call
         # Every replica reads the same step; one replica's increment is the update (under
         # a tf.distribute strategy this is a mirrored variable).
         with _step_device(generator):
@@ -565,8 +587,11 @@ class GeneratorModel(tf.keras.Model):
             # Under a strategy with XLA, train_step compiles its replica's computation itself.
             one_step = tf.function(one_step, reduce_retracing=True, jit_compile=False)
         unrolled = max(1, min(int(getattr(self, "unrolled_steps_per_execution", 1)), steps))
+        in_one_call = whole_loop_xla and self._generates_steps_in_one_call(steps)
 
         def run_steps(tick):
+            if in_one_call:
+                return self._run_steps_in_one_call(steps, unrolled)
             logs = one_step(tick)
             for _ in range((steps - 1) % unrolled):
                 logs = one_step(tick)
@@ -583,6 +608,60 @@ class GeneratorModel(tf.keras.Model):
 
         self.train_function = many_steps
         return self.train_function
+
+    def _generates_steps_in_one_call(self, steps):
+        """Whether an execution of `steps` steps makes its batches in one generator call
+        (steps_in_one_call): the generator, called eagerly on the steps [0, 1] and on each
+        alone, stacks the two batches bit for bit, and `steps` of them fit
+        STEPS_IN_ONE_CALL_BYTES. A bridge of Python batches (step_on_host) never does."""
+        if self.steps_in_one_call is False or getattr(self.generator, "step_on_host", False):
+            if self.steps_in_one_call is True:
+                raise ValueError(
+                    "GeneratorModel(steps_in_one_call=True): a generator that reads its step on the host takes one step a call"
+                )
+            return False
+        why = None
+        try:
+            pair = tf.nest.flatten(self.generator(tf.constant([0, 1], tf.int64)))
+            alone = [tf.nest.flatten(self.generator(tf.constant(s, tf.int64))) for s in (0, 1)]
+        except (tf.errors.OpError, ValueError, TypeError) as e:
+            why = f"generator(steps) with a vector of two steps failed: {str(e).splitlines()[0]}"
+        else:
+            if len(pair) != len(alone[0]) or not all(
+                p.shape[:1] == [2] and p.shape[1:] == a.shape and _same_bits(p[k], b[i])
+                for k, b in enumerate(alone)
+                for i, (p, a) in enumerate(zip(pair, alone[0]))
+            ):
+                why = "generator(steps) with a vector of two steps did not give each step's batch, stacked along a new first dimension"
+        if why is not None:
+            if self.steps_in_one_call is True:
+                raise ValueError(f"GeneratorModel(steps_in_one_call=True): {why}")
+            return False
+        block = steps * sum(int(np.prod(t.shape)) * t.dtype.size for t in alone[0])
+        if block > STEPS_IN_ONE_CALL_BYTES and self.steps_in_one_call == "auto":
+            return False
+        return True
+
+    def _run_steps_in_one_call(self, steps, unrolled):
+        """The execution's `steps` train steps on the batches of one generator call (XLA, no
+        strategy); data_step advances by `steps` once they ran."""
+        start = tf.convert_to_tensor(self.data_step)
+        batches = self.generator(start + tf.range(steps, dtype=tf.int64))
+
+        def one_step(k):
+            batch = tuple(tf.nest.map_structure(lambda t: t[k], batches))
+            return _multi_worker_logs(super(GeneratorModel, self).train_step(batch))
+
+        logs = one_step(0)
+        done = 1 + (steps - 1) % unrolled
+        for k in range(1, done):
+            logs = one_step(k)
+        for i in tf.range((steps - 1) // unrolled):
+            for u in range(unrolled):
+                logs = one_step(done + i * unrolled + u)
+        with tf.control_dependencies(tf.nest.flatten(logs)):
+            self.data_step.assign_add(steps)
+        return logs
 
     @property
     def _replica_xla(self):
@@ -668,6 +747,11 @@ class GeneratorModel(tf.keras.Model):
     def predict_step(self, data):
         predict = super().predict_step
         return self._compiled("predict_step", predict)(data) if self._replica_xla else predict(data)
+
+
+def _same_bits(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
 def _multi_worker_logs(logs):
