@@ -13,9 +13,10 @@ is paired with a bound that makes its batch the same way minus the generator's k
   constant, counter   the bound of the next: no per-step data_step; the step is the start
                       read once plus the loop's counter, data_step advanced once a call
   op, counter         random_batch of (start + counter) each step
-  constant block      one constant block of `steps` batches, step k's batch sliced from it
-  op, block           one random_batch call of `steps` x 32 rows a call (the same work as
-                      `steps` batches, not their bits), step k's batch sliced from it
+  constant block      one constant block of `steps` batches, step k's batch taken from it
+  op, block           one random_batch call a call with the vector of its `steps` steps
+                      (the same batches as `steps` calls), step k's batch taken from it:
+                      GeneratorModel's steps_in_one_call
 
 Loops take turns in interleaved rounds; each prints its microseconds a step, its rate
 against `constant` (median ratio over rounds and its spread) and, from a profiler trace of
@@ -48,8 +49,9 @@ LOOPS = {
 }
 
 
-def batch_of(step, rows=BATCH):
-    return tf_onthefly.random_batch(rows, DIM, seed=1, step=step)
+def batch_of(step):
+    """The batch of `step`; of a vector of steps, their batches stacked."""
+    return tf_onthefly.random_batch(BATCH, DIM, seed=1, step=step)
 
 
 def loop(name, steps):
@@ -58,16 +60,16 @@ def loop(name, steps):
     apply = models.train_step(models.mlp(DIM, 1), loss, tf.keras.optimizers.Adam(1e-3))
     data_step = tf.Variable(0, dtype=tf.int64, trainable=False)
     generates, how, _ = LOOPS[name]
-    rows = steps * BATCH if how == "block" else BATCH
-    kept = [tf.identity(t) for t in batch_of(tf.constant(0, tf.int64), rows)]
+    block = tf.range(steps, dtype=tf.int64) if how == "block" else tf.constant(0, tf.int64)
+    kept = [tf.identity(t) for t in batch_of(block)]
 
     def make(step):
-        return batch_of(step, rows) if generates else kept
+        return batch_of(step) if generates else kept
 
     @tf.function(jit_compile=True)
     def run():
         start = tf.convert_to_tensor(data_step)
-        block = make(start) if how == "block" else None
+        block = make(start + tf.range(steps, dtype=tf.int64)) if how == "block" else None
 
         def body(k, _):
             if how == "variable":
@@ -77,7 +79,7 @@ def loop(name, steps):
             elif how == "counter":
                 batch = make(start + tf.cast(k, tf.int64))
             else:
-                batch = [tf.slice(t, [k * BATCH, 0], [BATCH, t.shape[1]]) for t in block]
+                batch = [t[k] for t in block]
             return k + 1, apply(*batch)
 
         _, last = tf.while_loop(lambda k, _: k < steps, body, (tf.constant(0, tf.int32), tf.constant(0.0)))
