@@ -124,14 +124,17 @@ UnitLauncher<Gen> UnitLauncherForK(int items_per_thread) {
 // t + stride cannot wrap a uint32_t). The 64-bit kernels take at most 4 items a thread:
 // kernels of 8 are the slowest to compile, one more for every generator type and variant,
 // and calls of 2^31 items (8 GiB of float32 and more) are rare. The kernels of several steps
-// (kSteps) come in 32-bit indexing only: LaunchGeneratorSteps launches wider steps one by one.
+// (kSteps) come in one form, 32-bit indexing and an item a thread: they serve small batches,
+// whose steps are launch-bound (LaunchGeneratorSteps launches wider steps one by one), and
+// every further K would grow the library by the kernels of all the generators' variants
+// (1.8 MB for K = 1 alone, in a 26 MB core).
 template <typename Gen, bool kSteps = false, int V = 0>
 UnitLauncher<Gen> UnitLauncherFor(int variant, int items_per_thread, bool wide) {
   if constexpr (V + 1 < NumVariants<Gen>::value) {
     if (variant != V) return UnitLauncherFor<Gen, kSteps, V + 1>(variant, items_per_thread, wide);
   }
   if constexpr (kSteps) {
-    return UnitLauncherForK<Gen, V, uint32_t, true>(items_per_thread);
+    return &LaunchUnits<Gen, V, 1, uint32_t, true>;
   } else {
     return wide ? UnitLauncherForK<Gen, V, int64_t, false, 4>(items_per_thread)
                 : UnitLauncherForK<Gen, V, uint32_t, false>(items_per_thread);
