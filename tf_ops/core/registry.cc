@@ -480,15 +480,7 @@ sdk::Status Configured::CheckSteps(int64_t steps) const {
 
 cudaError_t LaunchSteps(const Variant& variant, const sdk::GpuLaunchArgs& call, int64_t steps) {
   if (variant.def.launch_gpu_steps != nullptr) return variant.def.launch_gpu_steps(&call, steps);
-  for (int64_t k = 0; k < steps; ++k) {
-    const sdk::CallGeometry g = sdk::StepGeometry(*call.geometry, k);
-    const sdk::SeedAndStep seed_step = sdk::StepSeedAndStep(*call.seed_and_step, k);
-    const sdk::GpuLaunchArgs one{call.params, &g,          &seed_step,
-                                 call.inputs, call.stream, call.scratch};
-    const cudaError_t err = variant.def.launch_gpu(&one);
-    if (err != cudaSuccess) return err;
-  }
-  return cudaSuccess;
+  return sdk::LaunchEachStep(variant.def.launch_gpu, call, steps);
 }
 
 std::string Configured::InputRules() const {

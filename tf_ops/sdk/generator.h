@@ -319,6 +319,20 @@ OTF_HD SeedAndStep StepSeedAndStep(const SeedAndStep& in, int64_t k) {
   return s;
 }
 
+// A call of num_steps steps launched a step at a time: `launch`, a one-step GPU entry point
+// (LaunchGenerator), once for each step's call. Stops at the first error.
+inline cudaError_t LaunchEachStep(cudaError_t (*launch)(const GpuLaunchArgs*),
+                                  const GpuLaunchArgs& call, int64_t num_steps) {
+  for (int64_t k = 0; k < num_steps; ++k) {
+    const CallGeometry g = StepGeometry(*call.geometry, k);
+    const SeedAndStep seed_step = StepSeedAndStep(*call.seed_and_step, k);
+    const GpuLaunchArgs step{call.params, &g, &seed_step, call.inputs, call.stream, call.scratch};
+    const cudaError_t err = launch(&step);
+    if (err != cudaSuccess) return err;
+  }
+  return cudaSuccess;
+}
+
 // Whether Gen is a launcher generator (it defines Launch).
 template <typename Gen, typename = void>
 struct HasGpuLaunch : std::false_type {};

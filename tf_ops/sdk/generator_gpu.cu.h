@@ -189,15 +189,7 @@ cudaError_t LaunchGeneratorSteps(const GpuLaunchArgs* args, int64_t num_steps) {
     }
   }
   // A launcher generator, or steps of 2^31 work items and more: a launch a step.
-  for (int64_t k = 0; k < num_steps; ++k) {
-    const CallGeometry g = StepGeometry(*args->geometry, k);
-    const SeedAndStep seed_step = StepSeedAndStep(*args->seed_and_step, k);
-    const GpuLaunchArgs step{args->params, &g,           &seed_step,
-                             args->inputs, args->stream, args->scratch};
-    const cudaError_t err = LaunchGenerator<Gen>(&step);
-    if (err != cudaSuccess) return err;
-  }
-  return cudaSuccess;
+  return LaunchEachStep(&LaunchGenerator<Gen>, *args, num_steps);
 }
 
 }  // namespace sdk
