@@ -113,6 +113,16 @@ class GeneratorXlaOp : public tensorflow::XlaOpKernel {
                                          cfg_.batch.rows())));
       operands.push_back(ctx->Input(index));
     }
+    if (steps == 0) {  // no step, no batch: empty outputs, and no call (a handler takes >= 1 step)
+      for (int i = 0; i < ctx->num_outputs(); ++i) {
+        std::vector<int64_t> dims = cfg_.OutputShape(i);
+        dims.insert(dims.begin(), 0);
+        const xla::XlaOp zero =
+            xla::ConvertElementType(xla::ConstantR0<int32_t>(ctx->builder(), 0), types_[i]);
+        ctx->SetOutput(i, xla::Broadcast(zero, dims));
+      }
+      return;
+    }
     const std::string config =
         absl::StrCat("{batch_size = ", cfg_.batch.batch_size,
                      " : i64, first_sample = ", first_sample, " : i64, input_names = \"",

@@ -343,10 +343,13 @@ class GeneratorContract:
         for e, spec, t in zip(none, traced.structured_outputs, self.generate(n, 1, 0)):
             self.assertEqual(e.shape.as_list(), [0] + list(t.shape))
             self.assertEqual(spec.shape.as_list(), [None] + list(t.shape))
-        if _load.HAS_XLA:
-            step = tf.Variable(steps[:2], dtype=tf.int64)
-            xla = tf.function(lambda: self.generate(n, [5, 6], step.read_value()), jit_compile=True)()
-            self.assertBitsEqual(xla, self.generate(n, [5, 6], steps[:2]), msg="XLA")
+        if _load.HAS_XLA:  # steps in variables: TensorFlow would fold a call on constants before XLA
+            for chosen in (steps[:2], []):
+                step = tf.Variable(chosen, dtype=tf.int64)
+                xla = tf.function(lambda: self.generate(n, [5, 6], step.read_value()), jit_compile=True)()  # noqa: B023
+                self.assertBitsEqual(
+                    xla, self.generate(n, [5, 6], tf.constant(chosen, tf.int64)), msg=f"XLA, steps {chosen}"
+                )
 
     def test_contract_xla_equals_tf_kernels(self):
         """Under tf.function(jit_compile=True) the op runs as an XLA custom call (the SDK's FFI
