@@ -106,6 +106,38 @@ class JaxTest(unittest.TestCase):
         walks, _ = jax.jit(jax.vmap(lambda s: otf.drift_walk(4, 3000, [0.2, 0.8], seed=s, step=1)))(seeds)
         same((walks[1],), otf.drift_walk(4, 3000, [0.2, 0.8], seed=[3, 4], step=1)[:1])
 
+    def test_a_step_vector_is_its_steps_batches_stacked(self):
+        """step of shape [n] (a list, NumPy, or a JAX array, traced or not, 32- or 64-bit)
+        gives the n steps' batches stacked, each bit for bit its step's alone: for a shard,
+        with tensor inputs, with scratch (drift_walk's long walks on a GPU), and with no step."""
+        steps = [11, 2**64 - 1, 0, 11]
+        for fn, kw in [
+            (otf.random_batch, dict(batch_size=9, feature_dim=5, dtype=jnp.bfloat16)),
+            (otf.random_batch, dict(batch_size=9, feature_dim=5, first_sample=3, num_samples=4)),
+            (otf.drift_walk, dict(batch_size=3, length=5000, up_probability=[0.2, 0.5, 0.9])),
+        ]:
+            with self.subTest(generator=fn.__name__, **{k: str(v) for k, v in kw.items()}):
+                alone = [fn(**kw, seed=[5, 6], step=s) for s in steps]
+                want = [np.stack([np.asarray(a[i]) for a in alone]) for i in range(len(alone[0]))]
+                for given in (steps, np.asarray(steps, np.uint64)):
+                    same(fn(**kw, seed=[5, 6], step=given), want)
+                traced = jax.jit(lambda s, fn=fn, kw=kw: fn(**kw, seed=[5, 6], step=s))
+                same(traced(jnp.asarray([11, -1, 0, 11], jnp.int32)), want)
+                none = fn(**kw, seed=[5, 6], step=[])
+                self.assertEqual([o.shape for o in none], [(0, *np.shape(o)) for o in alone[0]])
+        jax.config.update("jax_enable_x64", True)
+        try:
+            got = jax.jit(lambda s: otf.random_walk(4, 5, seed=1, step=s))(jnp.asarray([2**40, 3], jnp.int64))
+            same(
+                got,
+                [
+                    np.stack(x)
+                    for x in zip(otf.random_walk(4, 5, seed=1, step=2**40), otf.random_walk(4, 5, seed=1, step=3))
+                ],
+            )
+        finally:
+            jax.config.update("jax_enable_x64", False)
+
     def test_shard_map_each_shard_its_rows_of_the_global_batch(self):
         devices = jax.devices("cpu")[:2]
         self.assertEqual(len(devices), 2, "XLA_FLAGS must give two CPU devices")
@@ -155,6 +187,10 @@ class JaxTest(unittest.TestCase):
         self.assertIs(otf.sdk_test_add_rows, added["sdk_test_add_rows"])
         rows = np.arange(12, dtype=np.float32).reshape(4, 3)
         (out,) = jax.jit(lambda r, s: otf.sdk_test_add_rows(4, 3, r, seed=5, step=s))(rows, jnp.int32(2))
+        (stacked,) = otf.sdk_test_add_rows(4, 3, rows, seed=5, step=[2, 7])
+        same((stacked[0],), (out,))
+        with self.assertRaisesRegex(otf._core.CoreError, "OnTheFly>SdkTestEarlierRecord: a vector of steps under XLA"):
+            otf.sdk_test_earlier_record(4, 3, rows, seed=5, step=[2, 7])
         (want,) = otf.CORE.configure("OnTheFly>SdkTestAddRows", batch_size=4, width=3).run_cpu(5, 2, inputs=[rows])
         same((out,), (want,))
         self.assertEqual(otf.load_generators(SDK_OPS), {})  # loaded once
@@ -176,9 +212,20 @@ class JaxTest(unittest.TestCase):
                 "seed must be an integer array, got dtype float",
             ),
             (
-                lambda: otf.random_walk(4, 3, seed=1, step=jnp.zeros(2, jnp.int32)),
+                lambda: otf.random_walk(4, 3, seed=1, step=jnp.zeros((1, 2), jnp.int32)),
                 ValueError,
-                r"step must have shape \[\]",
+                r"OnTheFly>RandomWalk: step must be an integer scalar, or a vector of steps of shape \[n\], got shape \[1, 2\]",
+            ),
+            (
+                lambda: otf.random_walk(4, 3, seed=1, step=[[1, 2]]),
+                ValueError,
+                r"OnTheFly>RandomWalk: step must be an integer scalar, or a vector of steps of shape \[n\], got shape \[1, 2\]",
+            ),
+            (lambda: otf.random_walk(4, 3, seed=1, step=[1, 2.5]), ValueError, "step must be an integer, got 2.5"),
+            (
+                lambda: otf.random_batch(1 << 20, 1024, seed=1, step=np.zeros(20, np.int64)),
+                core_error,
+                "OnTheFly>RandomBatch: output features of 20 steps of",
             ),
             (lambda: otf.random_batch(4, 3, seed=1, step=0, dtype=jnp.int32), core_error, "attr 'dtype' of int32"),
             (lambda: otf.random_batch(4, 3, seed=1, step=0, high=1e39), ValueError, "high must fit in float32"),

@@ -79,6 +79,7 @@ def _bind(lib):
         ("tf_onthefly_core_configure", c.c_int32, [c.c_char_p, c.c_char_p, c.POINTER(c.c_void_p)]),
         ("tf_onthefly_core_release", None, [c.c_void_p]),
         ("tf_onthefly_core_call_json", c.c_void_p, [c.c_void_p]),
+        ("tf_onthefly_core_check_xla_steps", c.c_int32, [c.c_void_p, c.c_int64]),
         ("tf_onthefly_core_run_cpu", c.c_int32, [c.c_void_p, c.POINTER(RunArgs), c.c_int32]),
         (
             "tf_onthefly_core_run_gpu",
@@ -201,6 +202,12 @@ class Call:
         for i, address in enumerate(outputs):
             args.outputs[i] = address
         return args
+
+    def check_xla_steps(self, steps: int):
+        """Refuses (CoreError naming the op) an XLA custom call of a vector of `steps` steps
+        that one call cannot make: outputs over the per-output cap, or a generator whose
+        library's handlers take one step."""
+        self.core.check(self.core.lib.tf_onthefly_core_check_xla_steps(self.handle, steps))
 
     def run_cpu(self, seed, step, first_sample=0, inputs=(), threads=1):
         """One run on the CPU into new NumPy arrays: seed an int or a pair, step an int,

@@ -481,6 +481,11 @@ char* tf_onthefly_core_call_json(const void* call) {
   return tf_onthefly::core::Copy(tf_onthefly::core::CallJson(static_cast<const Call*>(call)->c));
 }
 
+int32_t tf_onthefly_core_check_xla_steps(const void* call, int64_t steps) {
+  const tf_onthefly::sdk::Status s = static_cast<const Call*>(call)->c.CheckXlaSteps(steps);
+  return s.ok() ? 0 : Fail(s);  // its messages name the op
+}
+
 int32_t tf_onthefly_core_run_cpu(const void* call, const OtfRunArgs* args, int32_t threads) {
   const auto& c = static_cast<const Call*>(call)->c;
   const tf_onthefly::sdk::Status s = tf_onthefly::core::RunCpu(c, *args, threads);

@@ -86,6 +86,11 @@ OTF_CORE_C_API void tf_onthefly_core_release(void* call);
 // "command_buffer_compatible"}.
 OTF_CORE_C_API char* tf_onthefly_core_call_json(const void* call);
 
+// Whether one XLA custom call of the configured call may take a vector of `steps` steps
+// (outputs [steps * rows, ...]): every output within the per-output cap, and the generator's
+// handlers built to take a step vector (Unimplemented: its library predates it).
+OTF_CORE_C_API int32_t tf_onthefly_core_check_xla_steps(const void* call, int64_t steps);
+
 // One run on the CPU, its rows shared over `threads` threads (>= 1): inputs' shapes, dtypes
 // and values and first_sample (with the offset) are checked first, exactly.
 OTF_CORE_C_API int32_t tf_onthefly_core_run_cpu(const void* call, const OtfRunArgs* args,

@@ -478,6 +478,18 @@ sdk::Status Configured::CheckSteps(int64_t steps) const {
   return sdk::OkStatus();
 }
 
+sdk::Status Configured::CheckXlaSteps(int64_t steps) const {
+  OTF_RETURN_IF_ERROR(CheckSteps(steps));
+  if (!variant->takes_steps()) {
+    return sdk::Status(sdk::Code::kUnimplemented,
+                       sdk::StrCat(generator->name,
+                                   ": a vector of steps under XLA needs its generator's library "
+                                   "rebuilt against this tf_onthefly's headers; pass one step a "
+                                   "call"));
+  }
+  return sdk::OkStatus();
+}
+
 cudaError_t LaunchSteps(const Variant& variant, const sdk::GpuLaunchArgs& call, int64_t steps) {
   if (variant.def.launch_gpu_steps != nullptr) return variant.def.launch_gpu_steps(&call, steps);
   return sdk::LaunchEachStep(variant.def.launch_gpu, call, steps);

@@ -111,6 +111,9 @@ struct OTF_CORE_API Configured {
   // A call of `steps` steps (a step vector): every output, `steps` times its one-step size,
   // within the per-output cap.
   sdk::Status CheckSteps(int64_t steps) const;
+  // The same for one XLA custom call of a step vector: its library's handlers must take a
+  // step vector (Variant::takes_steps), which the SDK's handlers do since they exist.
+  sdk::Status CheckXlaSteps(int64_t steps) const;
 };
 
 // Launches a call of `steps` steps of `variant` (StepGeometry): its launch_gpu_steps, or, for

@@ -75,7 +75,6 @@ class GeneratorXlaOp : public tensorflow::XlaOpKernel {
       types_.push_back(type);
     }
     if (gpu) scratch_bytes_ = cfg_.ScratchBytes();
-    steps_in_one_call_ = v->takes_steps();
   }
 
   void Compile(tensorflow::XlaOpKernelContext* ctx) override {
@@ -88,12 +87,8 @@ class GeneratorXlaOp : public tensorflow::XlaOpKernel {
     const tensorflow::TensorShape step = ctx->InputShape("step");
     OP_REQUIRES_OK(ctx, CheckStepShape(step));
     const int64_t steps = step.num_elements();
-    OP_REQUIRES_OK(ctx, ToTf(cfg_.CheckSteps(steps)));
-    OP_REQUIRES(ctx, step.dims() == 0 || steps_in_one_call_,
-                absl::UnimplementedError(absl::StrCat(
-                    cfg_.generator->name,
-                    ": a vector of steps under XLA needs its generator's library rebuilt against "
-                    "this tf_onthefly's headers; pass one step a call")));
+    OP_REQUIRES_OK(ctx,
+                   ToTf(step.dims() == 0 ? cfg_.CheckSteps(steps) : cfg_.CheckXlaSteps(steps)));
     // The custom call's outputs: every step's rows, one step after another.
     std::vector<xla::Shape> outputs;
     for (int i = 0; i < ctx->num_outputs(); ++i) {
@@ -149,7 +144,6 @@ class GeneratorXlaOp : public tensorflow::XlaOpKernel {
   core::Configured cfg_;
   std::vector<xla::PrimitiveType> types_;
   int64_t scratch_bytes_ = 0;
-  bool steps_in_one_call_ = false;
 };
 
 OpKernel* CreateGeneratorXlaOp(OpKernelConstruction* ctx) { return new GeneratorXlaOp(ctx); }

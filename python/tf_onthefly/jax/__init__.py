@@ -6,7 +6,8 @@ jax.ffi on the CPU and on CUDA, bit for bit the TensorFlow op's batch (docs/jax.
 
 Each generator takes the TensorFlow wrapper's arguments (tf_onthefly.random_batch ->
 tf_onthefly.jax.random_batch); seed and step are operands (a new step or seed never
-retraces), the attributes fix the call. Under `jax.vmap` the calls run one after another
+retraces), the attributes fix the call. A step vector of shape [n] gives the n steps'
+batches stacked, [n, rows, ...], in one call. Under `jax.vmap` the calls run one after another
 (vmap_method="sequential"); under `shard_map`, `first_sample` may be a traced value (the
 axis index times the shard's rows): each shard then gets its rows of the global batch.
 Imports no TensorFlow.
@@ -128,6 +129,28 @@ def _int64_operand(value, arg: str, shapes=((),)):
     return jnp.stack([low, high], axis=-1).reshape(-1)
 
 
+def _step_operand(value, op: str):
+    """The step operand, and how many steps it holds: None for one step (a scalar), n for a
+    vector of n steps (shape [n]: the n steps' batches in one call, stacked)."""
+    if isinstance(value, (list, tuple)):
+        items = np.asarray(value, dtype=object)
+        if items.ndim == 1:
+            value = np.asarray([_frontend._values.int_value(v, "step", unsigned_64=True) for v in items], np.int64)
+    shape = tuple(value.shape) if hasattr(value, "shape") else tuple(np.shape(value))
+    if len(shape) > 1:
+        raise ValueError(
+            f"{op}: step must be an integer scalar, or a vector of steps of shape [n], got shape {list(shape)}"
+        )
+    if not shape:
+        return _int64_operand(value, "step"), None
+    if isinstance(value, np.ndarray):  # converted here: JAX would narrow int64 without jax_enable_x64
+        if value.dtype.kind not in "iu":
+            raise ValueError(f"{op}: step must be an integer array, got dtype {value.dtype}")
+        words = value.astype(np.int64)
+        return (jnp.asarray(words) if _x64() else jnp.asarray(words.view(np.uint32))), shape[0]
+    return _int64_operand(value, "step", (shape,)), shape[0]
+
+
 def _input(value, arg: str, spec: dict, info: dict):
     """A generator's own tensor input: a JAX array of its dtype, or Python/NumPy values that
     convert to it exactly; its shape as the op wants it."""
@@ -175,13 +198,23 @@ def _run(spec: _frontend.Spec, args, kwargs):
                 f"{spec.op}: first_sample must be in [0, batch_size - num_samples] = "
                 f"[0, {info['batch_size'] - rows}], got {first}"
             )
-    operands = [_int64_operand(bound.seed, "seed", ((), (2,))), _int64_operand(bound.step, "step")]
+    step, steps = _step_operand(bound.step, spec.op)
+    operands = [_int64_operand(bound.seed, "seed", ((), (2,))), step]
     if not static_first:
         operands.append(_int64_operand(first, "first_sample"))
     operands += [_input(v, n, spec.inputs[n], info) for n, v in zip(spec.inputs, bound.inputs)]
-    results = [jax.ShapeDtypeStruct(o["shape"], _core._numpy_dtype(np, o["dtype"])) for o in info["outputs"]]
+    # A vector of n steps is one call whose outputs hold the n batches one after another,
+    # [n * rows, ...], viewed as [n, rows, ...]; no step, no batch and no call.
+    n = 1 if steps is None else steps
+    if steps is not None:
+        call.check_xla_steps(steps)
+    shapes = [(n * o["shape"][0], *o["shape"][1:]) for o in info["outputs"]]
+    dtypes = [_core._numpy_dtype(np, o["dtype"]) for o in info["outputs"]]
+    if n == 0:
+        return spec.returned([jnp.zeros((0, *o["shape"]), d) for o, d in zip(info["outputs"], dtypes)], bound.options)
+    results = [jax.ShapeDtypeStruct(shape, d) for shape, d in zip(shapes, dtypes)]
     if info["scratch_bytes"] > 0:
-        results.append(jax.ShapeDtypeStruct((info["scratch_buffer_bytes"],), np.uint8))
+        results.append(jax.ShapeDtypeStruct((n * info["scratch_buffer_bytes"],), np.uint8))
     outputs = ffi.ffi_call(info["xla_target"], results, vmap_method="sequential")(
         *operands,
         batch_size=np.int64(info["batch_size"]),
@@ -193,7 +226,10 @@ def _run(spec: _frontend.Spec, args, kwargs):
         scratch_bytes=np.int64(info["scratch_bytes"]),
         sample_offset=np.int64(0 if static_first else 1),
     )
-    return spec.returned(outputs[: len(info["outputs"])], bound.options)
+    outputs = outputs[: len(info["outputs"])]
+    if steps is not None:
+        outputs = [x.reshape((steps, *o["shape"])) for x, o in zip(outputs, info["outputs"])]
+    return spec.returned(outputs, bound.options)
 
 
 def _function(spec: _frontend.Spec):
