@@ -171,6 +171,34 @@ class TorchTest(unittest.TestCase):
             (seed, step, None, [up], 0, '{"batch_size": 4, "length": 9, "num_samples": -1}'),
         )
 
+    def test_a_step_vector_is_its_steps_batches_stacked(self):
+        """step of shape [n] (a list, or an int64 or int32 tensor, compiled or not) gives the n
+        steps' batches stacked, each bit for bit its step's alone: for a shard, with tensor
+        inputs, with scratch (drift_walk's long walks on a GPU), and with no step."""
+        steps = [11, 2**64 - 1, 0, 11]
+        for fn, kw in [
+            (otf.random_batch, dict(batch_size=9, feature_dim=5, dtype=torch.bfloat16)),
+            (otf.random_batch, dict(batch_size=9, feature_dim=5, first_sample=3, num_samples=4)),
+            (otf.drift_walk, dict(batch_size=3, length=5000, up_probability=[0.2, 0.5, 0.9])),
+        ]:
+            with self.subTest(generator=fn.__name__, **{k: str(v) for k, v in kw.items()}):
+                alone = [fn(**kw, seed=[5, 6], step=s, device=TARGET) for s in steps]
+                want = [torch.stack([a[i] for a in alone]) for i in range(len(alone[0]))]
+                same(fn(**kw, seed=[5, 6], step=steps, device=TARGET), want)
+                same(fn(**kw, seed=[5, 6], step=torch.tensor([11, -1, 0, 11], dtype=torch.int32, device=TARGET)), want)
+                torch._dynamo.reset()  # a new function each case: no sizes turned dynamic by a recompile
+                compiled = torch.compile(lambda s, fn=fn, kw=kw: fn(**kw, seed=[5, 6], step=s), fullgraph=True)
+                same(compiled(step_tensor([11, -1, 0, 11])), want)
+                none = fn(**kw, seed=[5, 6], step=step_tensor([]))
+                self.assertEqual([tuple(o.shape) for o in none], [(0, *o.shape) for o in alone[0]])
+        attrs = '{"batch_size": 6, "feature_dim": 3, "num_samples": -1}'
+        torch.library.opcheck(
+            torch.ops.tf_onthefly.random_batch.default,
+            (step_tensor([1, 2]), step_tensor([3, 4, 5]), None, [], 0, attrs),
+        )
+        meta = otf.random_batch(6, 3, seed=1, step=torch.zeros(5, dtype=torch.int64, device="meta"))
+        self.assertEqual([tuple(o.shape) for o in meta], [(5, 6, 3), (5, 6, 1)])
+
     def test_tensor_first_sample_and_32_bit_words(self):
         whole = otf.tabular_mixture(10, 3, seed=4, step=2, device=TARGET)
         part = otf.tabular_mixture(10, 3, seed=4, step=step_tensor(2), first_sample=step_tensor(3), num_samples=4)
@@ -196,6 +224,9 @@ class TorchTest(unittest.TestCase):
             5, 2, inputs=[rows.numpy()]
         )
         same((out,), (torch.from_numpy(want),))
+        for fn in (otf.sdk_test_add_rows, otf.sdk_test_earlier_record):  # the earlier SDK: a launch a step
+            (stacked,) = fn(4, 3, rows.to(TARGET), seed=5, step=step_tensor([2, 7]))
+            same((stacked[0],), (out,))
 
     def test_errors_name_the_op_and_the_argument(self):
         core_error = otf._core.CoreError
@@ -209,12 +240,17 @@ class TorchTest(unittest.TestCase):
             (lambda: otf.random_walk(4, seed=1, step=0), TypeError, "missing required arguments: 'length'"),
             (lambda: otf.random_walk(4, 3, seed=[1, 2, 3], step=0), ValueError, "seed must be an integer or a pair"),
             (
-                lambda: otf.random_walk(4, 3, seed=1, step=torch.zeros(2, dtype=torch.int64)),
+                lambda: otf.random_walk(4, 3, seed=1, step=torch.zeros((1, 2), dtype=torch.int64)),
                 ValueError,
-                r"step must have shape \[\]",
+                r"OnTheFly>RandomWalk: step must be an integer scalar, or a vector of steps of shape \[n\], got shape \[1, 2\]",
             ),
             (lambda: otf.random_walk(4, 3, seed=1, step=torch.zeros(())), ValueError, "step must be an integer tensor"),
             (lambda: otf.random_batch(4, 3, seed=1, step=0, dtype=torch.int32), core_error, "attr 'dtype' of int32"),
+            (
+                lambda: otf.random_batch(1 << 20, 1024, seed=1, step=torch.zeros(20, dtype=torch.int64, device=TARGET)),
+                core_error,
+                "OnTheFly>RandomBatch: output features of 20 steps of",
+            ),
             (lambda: otf.random_batch(4, 3, seed=1, step=0, high=1e39), ValueError, "high must fit in float32"),
             (
                 lambda: otf.random_batch(4, 3, seed=1, step=0, first_sample=2, num_samples=3),

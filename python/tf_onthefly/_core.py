@@ -48,7 +48,8 @@ class CoreError(Exception):
 
 
 class RunArgs(ctypes.Structure):
-    """OtfRunArgs: one run's seed, step, first sample, sample offset, inputs and outputs."""
+    """OtfRunArgs: one run's seed, step (num_steps of them), first sample, sample offset,
+    inputs and outputs."""
 
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
@@ -63,6 +64,7 @@ class RunArgs(ctypes.Structure):
         ("input_ranks", ctypes.c_int32 * MAX_INPUTS),
         ("input_dims", (ctypes.c_int64 * MAX_RANK) * MAX_INPUTS),
         ("outputs", ctypes.c_void_p * MAX_INPUTS),
+        ("num_steps", ctypes.c_int64),
     ]
 
 
@@ -79,7 +81,7 @@ def _bind(lib):
         ("tf_onthefly_core_configure", c.c_int32, [c.c_char_p, c.c_char_p, c.POINTER(c.c_void_p)]),
         ("tf_onthefly_core_release", None, [c.c_void_p]),
         ("tf_onthefly_core_call_json", c.c_void_p, [c.c_void_p]),
-        ("tf_onthefly_core_check_xla_steps", c.c_int32, [c.c_void_p, c.c_int64]),
+        ("tf_onthefly_core_check_steps", c.c_int32, [c.c_void_p, c.c_int64, c.c_int32]),
         ("tf_onthefly_core_run_cpu", c.c_int32, [c.c_void_p, c.POINTER(RunArgs), c.c_int32]),
         (
             "tf_onthefly_core_run_gpu",
@@ -203,11 +205,11 @@ class Call:
             args.outputs[i] = address
         return args
 
-    def check_xla_steps(self, steps: int):
-        """Refuses (CoreError naming the op) an XLA custom call of a vector of `steps` steps
-        that one call cannot make: outputs over the per-output cap, or a generator whose
-        library's handlers take one step."""
-        self.core.check(self.core.lib.tf_onthefly_core_check_xla_steps(self.handle, steps))
+    def check_steps(self, steps: int, xla: bool = False):
+        """Refuses (CoreError naming the op) a call of a vector of `steps` steps that one call
+        cannot make: outputs over the per-output cap, or, for one XLA custom call (`xla`), a
+        generator whose library's handlers take one step."""
+        self.core.check(self.core.lib.tf_onthefly_core_check_steps(self.handle, steps, int(xla)))
 
     def run_cpu(self, seed, step, first_sample=0, inputs=(), threads=1):
         """One run on the CPU into new NumPy arrays: seed an int or a pair, step an int,

@@ -228,21 +228,37 @@ def make_function(spec: Spec, run: Callable, framework: str, dtype_default=lambd
     return function
 
 
+def check_step_shape(shape, op: str):
+    """Refuses a step that is neither a scalar nor a vector of steps (shape [n]: the n steps'
+    batches in one call, stacked), as the ops do."""
+    if len(shape) > 1:
+        raise ValueError(
+            f"{op}: step must be an integer scalar, or a vector of steps of shape [n], got shape {list(shape)}"
+        )
+
+
 def seed_words(value, arg: str):
-    """A Python or NumPy seed (an integer, or a pair) or step (an integer) as int64 words,
-    a NumPy array of shape [] or [2]; None where `value` is not such a value (a framework's
-    array: the front end converts it)."""
+    """A Python or NumPy seed (an integer, or a pair) or step (an integer, or a vector of
+    steps: a list or 1-D array) as int64 words, a NumPy array of shape [], [2] or (a step
+    vector) [n]; None where `value` is not such a value (a framework's array: the front end
+    converts it)."""
     import numpy as np
 
     if _values.is_integer(value):
         return np.asarray(_values.int_value(value, arg, unsigned_64=True), np.int64)
     if isinstance(value, (tuple, list)) and all(_values.is_integer(v) for v in value):
+        if arg == "step":
+            return np.asarray([_values.int_value(v, arg, unsigned_64=True) for v in value], np.int64).reshape(-1)
         if arg != "seed" or len(value) != 2:
             raise ValueError(
                 f"{arg} must be {'an integer or a pair of integers' if arg == 'seed' else 'an integer'}, got {value!r}"
             )
         return np.asarray([_values.int_value(v, arg, unsigned_64=True) for v in value], np.int64)
-    if isinstance(value, np.ndarray) and value.dtype.kind in "iu" and value.shape in ((), (2,)):
+    if (
+        isinstance(value, np.ndarray)
+        and value.dtype.kind in "iu"
+        and (value.shape in ((), (2,)) or arg == "step" and value.ndim == 1)
+    ):
         return seed_words([int(v) for v in value.ravel()] if value.shape else int(value), arg)
     return None
 

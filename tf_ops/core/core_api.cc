@@ -337,19 +337,23 @@ sdk::CallGeometry Geometry(const Configured& c, const OtfRunArgs& a, int64_t fir
   return g;
 }
 
-// The rows of one CPU run, in chunks taken in turn by the calling thread and the others.
+// The rows of one CPU run, in chunks taken in turn by the calling thread and the others;
+// a run of several steps has chunks_per_step chunks a step, each step its own keys.
 struct CpuRows {
   const Configured* c;
-  const sdk::CallGeometry* g;
+  const sdk::CallGeometry* g;  // step 0's
   const sdk::Inputs* in;
-  const PhiloxKey* keys;
-  int64_t chunk_rows, chunks;
+  std::vector<PhiloxKey> keys;  // num_streams a step
+  int64_t chunk_rows = 1, chunks_per_step = 1, chunks = 1;
   std::atomic<int64_t> next{0};
 
   void Work() {
+    const int streams = c->variant->def.num_streams;
     for (int64_t k = next.fetch_add(1); k < chunks; k = next.fetch_add(1)) {
-      const int64_t begin = k * chunk_rows;
-      c->variant->def.fill_rows_cpu(c->params.data(), g, in, keys, begin,
+      const int64_t step = k / chunks_per_step;
+      const int64_t begin = (k - step * chunks_per_step) * chunk_rows;
+      const sdk::CallGeometry s = sdk::StepGeometry(*g, step);
+      c->variant->def.fill_rows_cpu(c->params.data(), &s, in, keys.data() + step * streams, begin,
                                     std::min(g->num_samples, begin + chunk_rows));
     }
   }
@@ -359,22 +363,42 @@ struct CpuRows {
   }
 };
 
+// A status whose message starts with the op's name, without it: the C API's callers add it
+// (WithOp) to every failure of a run.
+Status WithoutOp(const Configured& c, const Status& s) {
+  return s.ok() ? s : Status(s.code(), s.message().substr(c.generator->name.size() + 2));
+}
+
+// The steps of a run (num_steps; 0 reads as 1), within the per-output cap.
+Status RunSteps(const Configured& c, const OtfRunArgs& a, int64_t* steps) {
+  *steps = a.num_steps == 0 ? 1 : a.num_steps;
+  OTF_REQUIRE(*steps >= 1, "num_steps must be >= 0, got ", a.num_steps);
+  return WithoutOp(c, c.CheckSteps(*steps));
+}
+
 Status RunCpu(const Configured& c, const OtfRunArgs& a, int32_t threads) {
   OTF_REQUIRE(threads >= 1, "threads must be >= 1, got ", threads);
   if (!c.variant->has_cpu()) return sdk::GpuOnlyError(c.generator->name);
   sdk::Inputs in;
   OTF_RETURN_IF_ERROR(CheckRun(c, a, /*host=*/true, &in));
+  int64_t steps = 1;
+  OTF_RETURN_IF_ERROR(RunSteps(c, a, &steps));
   const sdk::SeedAndStep seed_step{a.seed, a.seed_size, a.step, a.sample_offset};
   const int64_t first = sdk::FirstGlobalSample(seed_step, a.first_sample);
   OTF_RETURN_IF_ERROR(c.batch.CheckFirstSample(first));
   const sdk::CallGeometry g = Geometry(c, a, first);
   if (g.num_samples == 0) return sdk::OkStatus();
-  PhiloxKey keys[sdk::kMaxStreams];
-  for (int s = 0; s < c.variant->def.num_streams; ++s) keys[s] = sdk::StreamKey(seed_step, s);
-  CpuRows rows{&c, &g, &in, keys};
-  rows.chunks = std::min<int64_t>(g.num_samples, 4 * int64_t{threads});
-  rows.chunk_rows = (g.num_samples + rows.chunks - 1) / rows.chunks;
-  rows.chunks = (g.num_samples + rows.chunk_rows - 1) / rows.chunk_rows;
+  CpuRows rows{&c, &g, &in};
+  const int streams = c.variant->def.num_streams;
+  rows.keys.resize(steps * streams);
+  for (int64_t k = 0; k < steps; ++k) {
+    for (int s = 0; s < streams; ++s)
+      rows.keys[k * streams + s] = sdk::StreamKey(sdk::StepSeedAndStep(seed_step, k), s);
+  }
+  rows.chunks_per_step = std::min<int64_t>(g.num_samples, 4 * int64_t{threads});
+  rows.chunk_rows = (g.num_samples + rows.chunks_per_step - 1) / rows.chunks_per_step;
+  rows.chunks_per_step = (g.num_samples + rows.chunk_rows - 1) / rows.chunk_rows;
+  rows.chunks = steps * rows.chunks_per_step;
   std::vector<pthread_t> started;
   for (int64_t t = 1; t < std::min<int64_t>(threads, rows.chunks); ++t) {
     pthread_t thread;
@@ -390,6 +414,8 @@ Status RunGpu(const Configured& c, const OtfRunArgs& a, void* stream, void* scra
   OTF_REQUIRE(c.variant->def.launch_gpu != nullptr, "its library was built without GPU code");
   sdk::Inputs in;
   OTF_RETURN_IF_ERROR(CheckRun(c, a, /*host=*/false, &in));
+  int64_t steps = 1;
+  OTF_RETURN_IF_ERROR(RunSteps(c, a, &steps));
   OTF_RETURN_IF_ERROR(c.batch.CheckFirstSample(a.first_sample));
   const sdk::CallGeometry g = Geometry(c, a, a.first_sample);
   if (g.num_samples == 0) return sdk::OkStatus();
@@ -398,10 +424,10 @@ Status RunGpu(const Configured& c, const OtfRunArgs& a, void* stream, void* scra
   const sdk::ScratchAllocator allocator(&sdk::BufferScratch::Allocate, &buffer);
   const sdk::GpuLaunchArgs launch{
       c.params.data(), &g, &seed_step, &in, static_cast<cudaStream_t>(stream), &allocator};
-  const cudaError_t err = c.variant->def.launch_gpu(&launch);
+  const cudaError_t err =
+      steps == 1 ? c.variant->def.launch_gpu(&launch) : LaunchSteps(*c.variant, launch, steps);
   if (buffer.refused_bytes >= 0) return sdk::ScratchBufferRefusal(c.generator->name, buffer);
-  const Status s = sdk::GpuLaunchStatus(err, c.generator->name);
-  return s.ok() ? s : Status(s.code(), s.message().substr(c.generator->name.size() + 2));
+  return WithoutOp(c, sdk::GpuLaunchStatus(err, c.generator->name));
 }
 
 }  // namespace
@@ -481,8 +507,9 @@ char* tf_onthefly_core_call_json(const void* call) {
   return tf_onthefly::core::Copy(tf_onthefly::core::CallJson(static_cast<const Call*>(call)->c));
 }
 
-int32_t tf_onthefly_core_check_xla_steps(const void* call, int64_t steps) {
-  const tf_onthefly::sdk::Status s = static_cast<const Call*>(call)->c.CheckXlaSteps(steps);
+int32_t tf_onthefly_core_check_steps(const void* call, int64_t steps, int32_t xla) {
+  const auto& c = static_cast<const Call*>(call)->c;
+  const tf_onthefly::sdk::Status s = xla != 0 ? c.CheckXlaSteps(steps) : c.CheckSteps(steps);
   return s.ok() ? 0 : Fail(s);  // its messages name the op
 }
 

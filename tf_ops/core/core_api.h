@@ -45,6 +45,9 @@ typedef struct OtfRunArgs {
   int32_t input_ranks[4];
   int64_t input_dims[4][4];
   void* outputs[4];
+  // The steps at `step`: a call of several steps writes each step's batch after the one
+  // before it in every output (outputs of num_steps times the call's shapes). 0 reads as 1.
+  int64_t num_steps;
 } OtfRunArgs;
 
 // The versions the core was built with: SDK ABI (tf_ops/sdk/abi.h), counter contract, and
@@ -86,10 +89,11 @@ OTF_CORE_C_API void tf_onthefly_core_release(void* call);
 // "command_buffer_compatible"}.
 OTF_CORE_C_API char* tf_onthefly_core_call_json(const void* call);
 
-// Whether one XLA custom call of the configured call may take a vector of `steps` steps
-// (outputs [steps * rows, ...]): every output within the per-output cap, and the generator's
-// handlers built to take a step vector (Unimplemented: its library predates it).
-OTF_CORE_C_API int32_t tf_onthefly_core_check_xla_steps(const void* call, int64_t steps);
+// Whether a run of the configured call may take a vector of `steps` steps (outputs of
+// `steps` times its shapes): every output within the per-output cap. With `xla` nonzero, for
+// one XLA custom call: the generator's handlers must also take a step vector
+// (Unimplemented: its library predates them). Front ends check before they allocate.
+OTF_CORE_C_API int32_t tf_onthefly_core_check_steps(const void* call, int64_t steps, int32_t xla);
 
 // One run on the CPU, its rows shared over `threads` threads (>= 1): inputs' shapes, dtypes
 // and values and first_sample (with the offset) are checked first, exactly.
@@ -98,8 +102,8 @@ OTF_CORE_C_API int32_t tf_onthefly_core_run_cpu(const void* call, const OtfRunAr
 
 // One run on the GPU, enqueued on `stream` (a cudaStream_t of the process's CUDA runtime;
 // NULL: the default stream), with `scratch` (device memory of `scratch_size` bytes, at least
-// the call's scratch_buffer_bytes) for the launch's scratch requests. Inputs' shapes and dtypes are
-// checked; their values and the offset live on the device and are not.
+// the call's scratch_buffer_bytes, times num_steps) for the launch's scratch requests. Inputs'
+// shapes and dtypes are checked; their values and the offset live on the device and are not.
 OTF_CORE_C_API int32_t tf_onthefly_core_run_gpu(const void* call, const OtfRunArgs* args,
                                                 void* stream, void* scratch, int64_t scratch_size);
 

@@ -237,6 +237,16 @@ void Run(Op& op, StableIValue* stack) {
   const Place place = PlaceOf(step);
   CheckWords(op.op, "seed", seed, place);
   CheckWords(op.op, "step", step, place);
+  if (step.dim() > 1) {
+    Fail(3, op.op + ": step must be an integer scalar, or a vector of steps of shape [n], got " +
+                "a tensor of rank " + std::to_string(step.dim()));
+  }
+  // A vector of n steps: the n steps' batches, one after another in each output ([n, ...]).
+  const int64_t steps = step.dim() == 1 ? step.size(0) : 1;
+  if (step.dim() == 1) {  // before the outputs are allocated
+    const int32_t refused = tf_onthefly_core_check_steps(p.call, steps, 0);
+    if (refused != 0) Fail(refused, tf_onthefly_core_last_error());
+  }
   if (offset.has_value()) CheckWords(op.op, "sample_offset", *offset, place);
   if (inputs.size() > static_cast<size_t>(kMaxInputs)) {
     Fail(3, op.op + ": at most " + std::to_string(kMaxInputs) + " inputs, got " +
@@ -251,6 +261,7 @@ void Run(Op& op, StableIValue* stack) {
   args.sample_offset =
       offset.has_value() ? static_cast<const int64_t*>(offset->data_ptr()) : nullptr;
   args.num_inputs = static_cast<int32_t>(inputs.size());
+  args.num_steps = steps;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& x = inputs[i];
     const Place p = PlaceOf(x);
@@ -272,17 +283,21 @@ void Run(Op& op, StableIValue* stack) {
   std::vector<Tensor> outs;
   outs.reserve(p.shapes.size());
   for (size_t i = 0; i < p.shapes.size(); ++i) {
-    outs.push_back(Empty(p.shapes[i], p.dtypes[i], place));
+    std::vector<int64_t> shape = p.shapes[i];
+    if (step.dim() == 1) shape.insert(shape.begin(), steps);
+    outs.push_back(Empty(shape, p.dtypes[i], place));
     args.outputs[i] = outs.back().data_ptr();
   }
-  int32_t code;
-  if (place.cuda()) {
+  int32_t code = 0;
+  if (steps == 0) {  // no step, no batch
+  } else if (place.cuda()) {
     const torch::stable::accelerator::DeviceGuard guard(place.index);
     void* stream = CurrentCudaStream(op.op, place.index);
     std::optional<Tensor> scratch;
-    if (p.scratch_bytes > 0) scratch = Empty({p.scratch_bytes}, aoti_torch_dtype_uint8(), place);
+    const int64_t scratch_bytes = p.scratch_bytes * steps;
+    if (scratch_bytes > 0) scratch = Empty({scratch_bytes}, aoti_torch_dtype_uint8(), place);
     code = tf_onthefly_core_run_gpu(p.call, &args, stream, scratch ? scratch->data_ptr() : nullptr,
-                                    p.scratch_bytes);
+                                    scratch_bytes);
   } else {
     uint32_t threads = 1;
     if (p.share_rows) Check(torch_get_num_threads(&threads), "get_num_threads");

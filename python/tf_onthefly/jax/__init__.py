@@ -132,23 +132,10 @@ def _int64_operand(value, arg: str, shapes=((),)):
 def _step_operand(value, op: str):
     """The step operand, and how many steps it holds: None for one step (a scalar), n for a
     vector of n steps (shape [n]: the n steps' batches in one call, stacked)."""
-    if isinstance(value, (list, tuple)):
-        items = np.asarray(value, dtype=object)
-        if items.ndim == 1:
-            value = np.asarray([_frontend._values.int_value(v, "step", unsigned_64=True) for v in items], np.int64)
-    shape = tuple(value.shape) if hasattr(value, "shape") else tuple(np.shape(value))
-    if len(shape) > 1:
-        raise ValueError(
-            f"{op}: step must be an integer scalar, or a vector of steps of shape [n], got shape {list(shape)}"
-        )
-    if not shape:
-        return _int64_operand(value, "step"), None
-    if isinstance(value, np.ndarray):  # converted here: JAX would narrow int64 without jax_enable_x64
-        if value.dtype.kind not in "iu":
-            raise ValueError(f"{op}: step must be an integer array, got dtype {value.dtype}")
-        words = value.astype(np.int64)
-        return (jnp.asarray(words) if _x64() else jnp.asarray(words.view(np.uint32))), shape[0]
-    return _int64_operand(value, "step", (shape,)), shape[0]
+    words = _frontend.seed_words(value, "step")
+    shape = tuple(words.shape) if words is not None else tuple(jnp.shape(value))
+    _frontend.check_step_shape(shape, op)
+    return _int64_operand(value, "step", (shape,)), (shape[0] if shape else None)
 
 
 def _input(value, arg: str, spec: dict, info: dict):
@@ -207,7 +194,7 @@ def _run(spec: _frontend.Spec, args, kwargs):
     # [n * rows, ...], viewed as [n, rows, ...]; no step, no batch and no call.
     n = 1 if steps is None else steps
     if steps is not None:
-        call.check_xla_steps(steps)
+        call.check_steps(steps, xla=True)
     shapes = [(n * o["shape"][0], *o["shape"][1:]) for o in info["outputs"]]
     dtypes = [_core._numpy_dtype(np, o["dtype"]) for o in info["outputs"]]
     if n == 0:

@@ -150,7 +150,11 @@ def _run_op(op, seed, step, sample_offset, inputs, first_sample, attrs):
                 f"{op}: {name} must be a contiguous int64 tensor on the step's device ({device}), "
                 f"got {t.dtype} on {t.device}"
             )
-    outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in p.outputs]
+    if step.dim() == 1:
+        p.call.check_steps(step.numel())
+    outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in _shapes(p, step)]
+    if step.numel() == 0:  # no step, no batch
+        return _results(outs)
     args = _core.RunArgs(
         struct_size=ctypes.sizeof(_core.RunArgs),
         seed=seed.data_ptr(),
@@ -159,6 +163,7 @@ def _run_op(op, seed, step, sample_offset, inputs, first_sample, attrs):
         first_sample=first_sample,
         sample_offset=sample_offset.data_ptr() if sample_offset is not None else None,
         num_inputs=len(inputs),
+        num_steps=step.numel(),
     )
     for i, x in enumerate(inputs):
         if x.device != device or not x.is_contiguous():
@@ -176,13 +181,14 @@ def _run_op(op, seed, step, sample_offset, inputs, first_sample, attrs):
         code = _RUN_CPU(p.handle, ctypes.byref(args), torch.get_num_threads() if p.share_rows else 1)
     else:
         _order_checked(op)
-        scratch = torch.empty(p.scratch, dtype=torch.uint8, device=device) if p.scratch else None
+        size = p.scratch * step.numel()
+        scratch = torch.empty(size, dtype=torch.uint8, device=device) if size else None
         code = _RUN_GPU(
             p.handle,
             ctypes.byref(args),
             _current_stream(device.index),
             scratch.data_ptr() if scratch is not None else None,
-            p.scratch,
+            size,
         )
     CORE.check(code)
     return _results(outs)
@@ -190,7 +196,12 @@ def _run_op(op, seed, step, sample_offset, inputs, first_sample, attrs):
 
 def _fake_op(op, seed, step, sample_offset, inputs, first_sample, attrs):
     """Shapes and dtypes only (torch.compile, meta tensors): from the core's configure."""
-    return _results([step.new_empty(shape, dtype=dtype) for shape, dtype in _prepared(op, attrs).outputs])
+    return _results([step.new_empty(shape, dtype=dtype) for shape, dtype in _shapes(_prepared(op, attrs), step)])
+
+
+def _shapes(p, step):
+    """The outputs' (shape, dtype): the call's, for a vector of n steps with n before them."""
+    return [(tuple(step.shape) + shape, dtype) for shape, dtype in p.outputs]
 
 
 def _results(outs):
@@ -322,6 +333,14 @@ def _convert(name, values):
     return json.dumps(attrs, sort_keys=True), options
 
 
+def _step_shape(step, op) -> tuple:
+    """The step's shape: [] for one step, [n] for a vector of n steps (the n steps' batches
+    stacked, in one call)."""
+    shape = tuple(step.shape) if hasattr(step, "shape") else (len(step),) if isinstance(step, (list, tuple)) else ()
+    _frontend.check_step_shape(shape, op)
+    return shape
+
+
 def _default_device(step) -> torch.device:
     if isinstance(step, torch.Tensor):
         return step.device
@@ -347,7 +366,7 @@ def _function(spec: _frontend.Spec, op):
         try:
             outs = op(
                 _words(dynamic["seed"], "seed", device, ((), (2,))),
-                _words(step, "step", device),
+                _words(step, "step", device, (_step_shape(step, spec.op),)),
                 offset,
                 inputs,
                 first,
