@@ -88,6 +88,17 @@ CASES = {
     ),
 }
 
+# Calls of a vector of steps, which each front end's tests check against its calls of one
+# step each: a 16-bit dtype, a shard, and a generator with a tensor input and (on a GPU)
+# scratch memory. The steps as words: 2^64 - 1 is -1 as an int32 tensor.
+STEP_VECTOR = [11, 2**64 - 1, 0, 11]
+STEP_VECTOR_INT32 = [11, -1, 0, 11]
+STEP_VECTOR_CASES = [
+    ("random_batch", dict(batch_size=9, feature_dim=5, dtype="bfloat16")),
+    ("random_batch", dict(batch_size=9, feature_dim=5, first_sample=3, num_samples=4)),
+    ("drift_walk", dict(batch_size=3, length=5000, up_probability=[0.2, 0.5, 0.9])),
+]
+
 # sha256 of every output (dtype name, shape, bytes) of each case (digest below).
 DIGESTS = {
     "drift_walk": "67ca5b8cafdc626d72a95d5c721764995e2d187de2c7fe25256a63bcd87852d7",

@@ -110,19 +110,16 @@ class JaxTest(unittest.TestCase):
         """step of shape [n] (a list, NumPy, or a JAX array, traced or not, 32- or 64-bit)
         gives the n steps' batches stacked, each bit for bit its step's alone: for a shard,
         with tensor inputs, with scratch (drift_walk's long walks on a GPU), and with no step."""
-        steps = [11, 2**64 - 1, 0, 11]
-        for fn, kw in [
-            (otf.random_batch, dict(batch_size=9, feature_dim=5, dtype=jnp.bfloat16)),
-            (otf.random_batch, dict(batch_size=9, feature_dim=5, first_sample=3, num_samples=4)),
-            (otf.drift_walk, dict(batch_size=3, length=5000, up_probability=[0.2, 0.5, 0.9])),
-        ]:
-            with self.subTest(generator=fn.__name__, **{k: str(v) for k, v in kw.items()}):
+        steps = goldens.STEP_VECTOR
+        for name, kw in goldens.STEP_VECTOR_CASES:
+            fn = otf.GENERATORS[name]
+            with self.subTest(generator=name, **{k: str(v) for k, v in kw.items()}):
                 alone = [fn(**kw, seed=[5, 6], step=s) for s in steps]
                 want = [np.stack([np.asarray(a[i]) for a in alone]) for i in range(len(alone[0]))]
                 for given in (steps, np.asarray(steps, np.uint64)):
                     same(fn(**kw, seed=[5, 6], step=given), want)
                 traced = jax.jit(lambda s, fn=fn, kw=kw: fn(**kw, seed=[5, 6], step=s))
-                same(traced(jnp.asarray([11, -1, 0, 11], jnp.int32)), want)
+                same(traced(jnp.asarray(goldens.STEP_VECTOR_INT32, jnp.int32)), want)
                 none = fn(**kw, seed=[5, 6], step=[])
                 self.assertEqual([o.shape for o in none], [(0, *np.shape(o)) for o in alone[0]])
         jax.config.update("jax_enable_x64", True)

@@ -175,20 +175,24 @@ class TorchTest(unittest.TestCase):
         """step of shape [n] (a list, or an int64 or int32 tensor, compiled or not) gives the n
         steps' batches stacked, each bit for bit its step's alone: for a shard, with tensor
         inputs, with scratch (drift_walk's long walks on a GPU), and with no step."""
-        steps = [11, 2**64 - 1, 0, 11]
-        for fn, kw in [
-            (otf.random_batch, dict(batch_size=9, feature_dim=5, dtype=torch.bfloat16)),
-            (otf.random_batch, dict(batch_size=9, feature_dim=5, first_sample=3, num_samples=4)),
-            (otf.drift_walk, dict(batch_size=3, length=5000, up_probability=[0.2, 0.5, 0.9])),
-        ]:
-            with self.subTest(generator=fn.__name__, **{k: str(v) for k, v in kw.items()}):
+        steps = goldens.STEP_VECTOR
+        for name, kw in goldens.STEP_VECTOR_CASES:
+            fn = otf.GENERATORS[name]
+            with self.subTest(generator=name, **{k: str(v) for k, v in kw.items()}):
                 alone = [fn(**kw, seed=[5, 6], step=s, device=TARGET) for s in steps]
                 want = [torch.stack([a[i] for a in alone]) for i in range(len(alone[0]))]
                 same(fn(**kw, seed=[5, 6], step=steps, device=TARGET), want)
-                same(fn(**kw, seed=[5, 6], step=torch.tensor([11, -1, 0, 11], dtype=torch.int32, device=TARGET)), want)
+                same(
+                    fn(
+                        **kw,
+                        seed=[5, 6],
+                        step=torch.tensor(goldens.STEP_VECTOR_INT32, dtype=torch.int32, device=TARGET),
+                    ),
+                    want,
+                )
                 torch._dynamo.reset()  # a new function each case: no sizes turned dynamic by a recompile
                 compiled = torch.compile(lambda s, fn=fn, kw=kw: fn(**kw, seed=[5, 6], step=s), fullgraph=True)
-                same(compiled(step_tensor([11, -1, 0, 11])), want)
+                same(compiled(step_tensor(goldens.STEP_VECTOR_INT32)), want)
                 none = fn(**kw, seed=[5, 6], step=step_tensor([]))
                 self.assertEqual([tuple(o.shape) for o in none], [(0, *o.shape) for o in alone[0]])
         attrs = '{"batch_size": 6, "feature_dim": 3, "num_samples": -1}'
