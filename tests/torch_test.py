@@ -200,6 +200,12 @@ class TorchTest(unittest.TestCase):
             torch.ops.tf_onthefly.random_batch.default,
             (step_tensor([1, 2]), step_tensor([3, 4, 5]), None, [], 0, attrs),
         )
+        with self.assertRaisesRegex(
+            (RuntimeError, ValueError),  # the op library's kernel; the Python implementation
+            r"OnTheFly>RandomBatch: step must be an int(64|eger) scalar, or a vector of steps of shape \[n\], "
+            r"got shape \[1, ?2\]",
+        ):  # the op called directly checks the step's shape as TensorFlow's op does
+            torch.ops.tf_onthefly.random_batch(step_tensor([1, 2]), step_tensor([[3, 4]]), None, [], 0, attrs)
         meta = otf.random_batch(6, 3, seed=1, step=torch.zeros(5, dtype=torch.int64, device="meta"))
         self.assertEqual([tuple(o.shape) for o in meta], [(5, 6, 3), (5, 6, 1)])
 

@@ -247,13 +247,11 @@ def seed_words(value, arg: str):
     if _values.is_integer(value):
         return np.asarray(_values.int_value(value, arg, unsigned_64=True), np.int64)
     if isinstance(value, (tuple, list)) and all(_values.is_integer(v) for v in value):
-        if arg == "step":
-            return np.asarray([_values.int_value(v, arg, unsigned_64=True) for v in value], np.int64).reshape(-1)
-        if arg != "seed" or len(value) != 2:
+        if arg != "step" and (arg != "seed" or len(value) != 2):
             raise ValueError(
                 f"{arg} must be {'an integer or a pair of integers' if arg == 'seed' else 'an integer'}, got {value!r}"
             )
-        return np.asarray([_values.int_value(v, arg, unsigned_64=True) for v in value], np.int64)
+        return np.asarray([_values.int_value(v, arg, unsigned_64=True) for v in value], np.int64).reshape(-1)
     if (
         isinstance(value, np.ndarray)
         and value.dtype.kind in "iu"

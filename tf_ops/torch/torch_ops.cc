@@ -237,10 +237,11 @@ void Run(Op& op, StableIValue* stack) {
   const Place place = PlaceOf(step);
   CheckWords(op.op, "seed", seed, place);
   CheckWords(op.op, "step", step, place);
-  if (step.dim() > 1) {
-    Fail(3, op.op + ": step must be an integer scalar, or a vector of steps of shape [n], got " +
-                "a tensor of rank " + std::to_string(step.dim()));
-  }
+  std::vector<int64_t> step_dims;
+  for (int64_t d = 0; d < step.dim(); ++d) step_dims.push_back(step.size(d));
+  const sdk::Status step_shape = sdk::CheckStepShape(step_dims);
+  if (!step_shape.ok())
+    Fail(static_cast<int32_t>(step_shape.code()), op.op + ": " + step_shape.message());
   // A vector of n steps: the n steps' batches, one after another in each output ([n, ...]).
   const int64_t steps = step.dim() == 1 ? step.size(0) : 1;
   if (step.dim() == 1) {  // before the outputs are allocated
@@ -288,9 +289,8 @@ void Run(Op& op, StableIValue* stack) {
     outs.push_back(Empty(shape, p.dtypes[i], place));
     args.outputs[i] = outs.back().data_ptr();
   }
-  int32_t code = 0;
-  if (steps == 0) {  // no step, no batch
-  } else if (place.cuda()) {
+  int32_t code = 0;  // no step (an empty step vector): no batch, nothing to run
+  if (steps > 0 && place.cuda()) {
     const torch::stable::accelerator::DeviceGuard guard(place.index);
     void* stream = CurrentCudaStream(op.op, place.index);
     std::optional<Tensor> scratch;
@@ -298,7 +298,7 @@ void Run(Op& op, StableIValue* stack) {
     if (scratch_bytes > 0) scratch = Empty({scratch_bytes}, aoti_torch_dtype_uint8(), place);
     code = tf_onthefly_core_run_gpu(p.call, &args, stream, scratch ? scratch->data_ptr() : nullptr,
                                     scratch_bytes);
-  } else {
+  } else if (steps > 0) {
     uint32_t threads = 1;
     if (p.share_rows) Check(torch_get_num_threads(&threads), "get_num_threads");
     code = tf_onthefly_core_run_cpu(p.call, &args, static_cast<int32_t>(threads > 0 ? threads : 1));

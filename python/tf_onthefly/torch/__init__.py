@@ -150,9 +150,10 @@ def _run_op(op, seed, step, sample_offset, inputs, first_sample, attrs):
                 f"{op}: {name} must be a contiguous int64 tensor on the step's device ({device}), "
                 f"got {t.dtype} on {t.device}"
             )
+    shapes = _shapes(p, step)
     if step.dim() == 1:
         p.call.check_steps(step.numel())
-    outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in _shapes(p, step)]
+    outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in shapes]
     if step.numel() == 0:  # no step, no batch
         return _results(outs)
     args = _core.RunArgs(
@@ -200,7 +201,9 @@ def _fake_op(op, seed, step, sample_offset, inputs, first_sample, attrs):
 
 
 def _shapes(p, step):
-    """The outputs' (shape, dtype): the call's, for a vector of n steps with n before them."""
+    """The outputs' (shape, dtype): the call's, for a vector of n steps with n before them; a
+    step of another rank is refused, as the op library's kernel refuses it."""
+    _frontend.check_step_shape(step.shape, p.info["op"])
     return [(tuple(step.shape) + shape, dtype) for shape, dtype in p.outputs]
 
 
