@@ -24,6 +24,7 @@ import json
 import os
 import re
 
+import numpy as np
 import torch
 
 from tf_onthefly import _build_info, _core, _frontend, _torch_order, _values
@@ -339,7 +340,11 @@ def _convert(name, values):
 def _step_shape(step, op) -> tuple:
     """The step's shape: [] for one step, [n] for a vector of n steps (the n steps' batches
     stacked, in one call)."""
-    shape = tuple(step.shape) if hasattr(step, "shape") else (len(step),) if isinstance(step, (list, tuple)) else ()
+    # isinstance, not hasattr: torch.compile of PyTorch 2.4 cannot trace hasattr on a tensor.
+    if isinstance(step, (torch.Tensor, np.ndarray)):
+        shape = tuple(step.shape)
+    else:
+        shape = (len(step),) if isinstance(step, (list, tuple)) else ()
     _frontend.check_step_shape(shape, op)
     return shape
 
