@@ -251,7 +251,7 @@ def seed_words(value, arg: str):
             raise ValueError(
                 f"{arg} must be {'an integer or a pair of integers' if arg == 'seed' else 'an integer'}, got {value!r}"
             )
-        return np.asarray([_values.int_value(v, arg, unsigned_64=True) for v in value], np.int64).reshape(-1)
+        return np.asarray([_values.int_value(v, arg, unsigned_64=True) for v in value], np.int64)
     if (
         isinstance(value, np.ndarray)
         and value.dtype.kind in "iu"

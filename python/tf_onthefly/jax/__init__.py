@@ -132,8 +132,7 @@ def _int64_operand(value, arg: str, shapes=((),)):
 def _step_operand(value, op: str):
     """The step operand, and how many steps it holds: None for one step (a scalar), n for a
     vector of n steps (shape [n]: the n steps' batches in one call, stacked)."""
-    words = _frontend.seed_words(value, "step")
-    shape = tuple(words.shape) if words is not None else tuple(jnp.shape(value))
+    shape = tuple(jnp.shape(value))  # a Python list's too; _int64_operand converts it
     _frontend.check_step_shape(shape, op)
     return _int64_operand(value, "step", (shape,)), (shape[0] if shape else None)
 
